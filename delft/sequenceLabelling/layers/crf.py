@@ -1,0 +1,228 @@
+"""Linear-chain conditional random field (CRF) layer, in plain TensorFlow ops.
+
+tensorflow-addons is end of life and does not import beside Keras 3, so the forward algorithm
+(log-partition), the path score and Viterbi decoding live here.
+"""
+import keras
+import tensorflow as tf
+
+
+@keras.saving.register_keras_serializable(package="delft")
+class ChainCRF(keras.layers.Layer):
+    """A linear-chain CRF over per-token tag potentials.
+
+    The layer holds three weights: ``transitions`` ``[K, K]`` (score of moving from tag ``i`` to
+    tag ``j``), ``start_transitions`` ``[K]`` and ``end_transitions`` ``[K]``. Calling the layer is
+    a pass-through (``tf.identity``) so that it can sit at the end of a Keras model, whose output
+    are the potentials (unary scores) ``[B, T, K]``. An incoming Keras mask is dropped, so that
+    Keras does not attach it to the loss: the loss and the decoding go through the methods
+    below, which take explicit ``lengths`` (padding sits at the end of each sequence).
+
+    All methods work in float32, vectorised over the batch with one ``tf.while_loop`` over time,
+    inside ``tf.function`` with dynamic batch and time dimensions and in a
+    ``tf.distribute`` replica context (an empty replica batch gives empty results). Positions
+    ``t >= lengths[b]`` are padding: their potentials and tags are ignored (padded tags may hold
+    any value, e.g. ``-1``). A sequence of length 0 has log-likelihood 0 and best score 0.
+
+    Args:
+        num_tags: int, the number of tags ``K``.
+        **kwargs: passed to `keras.layers.Layer` (``name``, ``dtype``...).
+
+    Example:
+
+    >>> import numpy as np
+    >>> import tensorflow as tf
+    >>> crf = ChainCRF(num_tags=3)
+    >>> crf.build((None, None, 3))
+    >>> potentials = tf.random.normal([2, 4, 3], seed=1)
+    >>> tags = tf.constant([[0, 1, 2, 1], [2, 0, -1, -1]])
+    >>> lengths = tf.constant([4, 2])
+    >>> loss = crf.negative_log_likelihood(potentials, tags, lengths)  # [2], one per example
+    >>> best_tags, best_scores = crf.decode(potentials, lengths)
+    >>> best_tags.shape, best_scores.shape
+    (TensorShape([2, 4]), TensorShape([2]))
+    >>> bool(np.all(best_tags.numpy()[1, 2:] == 0))
+    True
+    """
+
+    def __init__(self, num_tags, **kwargs):
+        super().__init__(**kwargs)
+        num_tags = int(num_tags)
+        if num_tags < 1:
+            raise ValueError(f"num_tags must be >= 1, got {num_tags}")
+        self.num_tags = num_tags
+        # A Keras mask must not reach the loss (padding is given by `lengths`): accept the
+        # mask quietly and drop it (see `compute_mask`).
+        self.supports_masking = True
+
+    def build(self, input_shape=None):
+        if input_shape is not None:
+            last = tuple(input_shape)[-1] if len(tuple(input_shape)) else None
+            if last is not None and int(last) != self.num_tags:
+                raise ValueError(
+                    f"ChainCRF(num_tags={self.num_tags}) got potentials with {last} tags")
+        k = self.num_tags
+        self.transitions = self.add_weight(
+            name="transitions", shape=(k, k), dtype="float32", autocast=False,
+            initializer=keras.initializers.GlorotUniform())
+        self.start_transitions = self.add_weight(
+            name="start_transitions", shape=(k,), dtype="float32", autocast=False,
+            initializer=keras.initializers.RandomUniform(-0.1, 0.1))
+        self.end_transitions = self.add_weight(
+            name="end_transitions", shape=(k,), dtype="float32", autocast=False,
+            initializer=keras.initializers.RandomUniform(-0.1, 0.1))
+        self.built = True
+
+    def call(self, potentials):
+        return tf.identity(potentials)
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"num_tags": self.num_tags})
+        return config
+
+    # ------------------------------------------------------------------ helpers
+
+    def _ensure_built(self, potentials):
+        if not self.built:
+            self.build(potentials.shape)
+
+    def _weights(self):
+        return (tf.cast(tf.convert_to_tensor(self.transitions), tf.float32),
+                tf.cast(tf.convert_to_tensor(self.start_transitions), tf.float32),
+                tf.cast(tf.convert_to_tensor(self.end_transitions), tf.float32))
+
+    def _prepare(self, potentials, lengths):
+        """float32 potentials padded to at least one step, clamped lengths, original T."""
+        potentials = tf.cast(tf.convert_to_tensor(potentials), tf.float32)
+        self._ensure_built(potentials)
+        time = tf.shape(potentials)[1]
+        lengths = tf.clip_by_value(
+            tf.reshape(tf.cast(tf.convert_to_tensor(lengths), tf.int32), [-1]), 0, time)
+        # A time axis of 0 steps (all lengths 0) is padded to 1 so the recursions never start
+        # from an empty tensor; results are sliced back to the original T.
+        potentials = tf.pad(potentials, [[0, 0], [0, tf.maximum(1 - time, 0)], [0, 0]])
+        return potentials, lengths, time
+
+    # --------------------------------------------------------------- likelihood
+
+    def sequence_score(self, potentials, tags, lengths):
+        """Unnormalised score of the path ``tags`` for each sequence, ``[B]`` float32."""
+        potentials, lengths, time = self._prepare(potentials, lengths)
+        trans, start, end = self._weights()
+        k = self.num_tags
+        steps = tf.shape(potentials)[1]
+        tags = tf.cast(tf.convert_to_tensor(tags), tf.int32)
+        tags = tf.pad(tags, [[0, 0], [0, steps - time]])
+        mask = tf.sequence_mask(lengths, steps)  # [B, T]
+        tags = tf.where(mask, tf.clip_by_value(tags, 0, k - 1), 0)
+        maskf = tf.cast(mask, tf.float32)
+
+        unary = tf.reduce_sum(tf.one_hot(tags, k, dtype=tf.float32) * potentials, axis=-1)
+        unary = tf.reduce_sum(unary * maskf, axis=1)
+        pair_index = tags[:, :-1] * k + tags[:, 1:]  # [B, T-1]
+        pairs = tf.gather(tf.reshape(trans, [-1]), pair_index)
+        pairs = tf.reduce_sum(pairs * maskf[:, 1:], axis=1)
+        first = tf.gather(start, tags[:, 0])
+        last_tag = tf.gather(tags, tf.maximum(lengths - 1, 0), batch_dims=1)
+        last = tf.gather(end, last_tag)
+        score = first + unary + pairs + last
+        return tf.where(lengths > 0, score, tf.zeros_like(score))
+
+    def log_partition(self, potentials, lengths):
+        """log Z: log-sum-exp of the scores of all paths (forward algorithm), ``[B]`` float32."""
+        potentials, lengths, _ = self._prepare(potentials, lengths)
+        trans, start, end = self._weights()
+        steps = tf.shape(potentials)[1]
+        inputs = tf.TensorArray(tf.float32, size=steps, element_shape=[None, self.num_tags])
+        inputs = inputs.unstack(tf.transpose(potentials, [1, 0, 2]))  # time-major
+        alpha = start[tf.newaxis, :] + inputs.read(0)  # [B, K]
+        transitions = trans[tf.newaxis, :, :]
+
+        def body(t, alpha):
+            scores = alpha[:, :, tf.newaxis] + transitions  # [B, from, to]
+            new_alpha = tf.reduce_logsumexp(scores, axis=1) + inputs.read(t)
+            return t + 1, tf.where((t < lengths)[:, tf.newaxis], new_alpha, alpha)
+
+        _, alpha = tf.while_loop(
+            lambda t, _: t < steps, body, (tf.constant(1), alpha),
+            shape_invariants=(tf.TensorShape([]), tf.TensorShape([None, self.num_tags])))
+        log_z = tf.reduce_logsumexp(alpha + end[tf.newaxis, :], axis=1)
+        return tf.where(lengths > 0, log_z, tf.zeros_like(log_z))
+
+    def log_likelihood(self, potentials, tags, lengths):
+        """log p(tags | potentials) for each sequence, ``[B]`` float32.
+
+        Args:
+            potentials: ``[B, T, K]`` float, unary tag scores.
+            tags: ``[B, T]`` int, gold tags; values at ``t >= lengths`` are ignored.
+            lengths: ``[B]`` int, number of valid steps of each sequence.
+        """
+        return (self.sequence_score(potentials, tags, lengths)
+                - self.log_partition(potentials, lengths))
+
+    def negative_log_likelihood(self, potentials, tags, lengths):
+        """Per-example loss ``-log p(tags | potentials)``, ``[B]`` (not reduced over the batch)."""
+        return -self.log_likelihood(potentials, tags, lengths)
+
+    # ----------------------------------------------------------------- decoding
+
+    def decode(self, potentials, lengths):
+        """Viterbi decoding.
+
+        Returns:
+            ``(tags, best_scores)``: ``tags`` ``[B, T]`` int32, the highest-scoring path (0 at
+            ``t >= lengths``), and ``best_scores`` ``[B]`` float32, its unnormalised score.
+        """
+        potentials, lengths, time = self._prepare(potentials, lengths)
+        trans, start, end = self._weights()
+        k = self.num_tags
+        steps = tf.shape(potentials)[1]
+        batch = tf.shape(potentials)[0]
+        inputs = tf.TensorArray(tf.float32, size=steps, element_shape=[None, k])
+        inputs = inputs.unstack(tf.transpose(potentials, [1, 0, 2]))
+        # backpointers[t][b, j]: best previous tag for tag j at step t (index 0 is never read).
+        backpointers = tf.TensorArray(tf.int32, size=steps, element_shape=[None, k])
+        identity = tf.range(k, dtype=tf.int32)[tf.newaxis, :]
+        transitions = trans[tf.newaxis, :, :]
+        alpha = start[tf.newaxis, :] + inputs.read(0)
+
+        def forward(t, alpha, backpointers):
+            scores = alpha[:, :, tf.newaxis] + transitions  # [B, from, to]
+            best_prev = tf.argmax(scores, axis=1, output_type=tf.int32)
+            new_alpha = tf.reduce_max(scores, axis=1) + inputs.read(t)
+            valid = (t < lengths)[:, tf.newaxis]
+            # Past the end, carry the scores and point each tag to itself, so that the
+            # backtrace walks back unchanged to the last valid step.
+            alpha = tf.where(valid, new_alpha, alpha)
+            backpointers = backpointers.write(
+                t, tf.where(valid, best_prev, tf.broadcast_to(identity, [batch, k])))
+            return t + 1, alpha, backpointers
+
+        _, alpha, backpointers = tf.while_loop(
+            lambda t, *_: t < steps, forward, (tf.constant(1), alpha, backpointers),
+            shape_invariants=(tf.TensorShape([]), tf.TensorShape([None, k]), None))
+        final = alpha + end[tf.newaxis, :]
+        best_scores = tf.reduce_max(final, axis=1)
+        last_tag = tf.argmax(final, axis=1, output_type=tf.int32)
+
+        path = tf.TensorArray(tf.int32, size=steps, element_shape=[None])
+        path = path.write(steps - 1, last_tag)
+
+        def backward(t, tag, path):
+            prev = tf.gather(backpointers.read(t), tag, batch_dims=1)
+            return t - 1, prev, path.write(t - 1, prev)
+
+        _, _, path = tf.while_loop(
+            lambda t, *_: t > 0, backward, (steps - 1, last_tag, path),
+            shape_invariants=(tf.TensorShape([]), tf.TensorShape([None]), None))
+        tags = tf.transpose(path.stack(), [1, 0])[:, :time]
+        tags = tf.where(tf.sequence_mask(lengths, time), tags, tf.zeros_like(tags))
+        best_scores = tf.where(lengths > 0, best_scores, tf.zeros_like(best_scores))
+        return tags, best_scores

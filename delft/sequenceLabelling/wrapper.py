@@ -1,0 +1,414 @@
+"""``Sequence``: the API DeLFT users and GROBID call — train, eval, tag, tag_file, save, load.
+
+Every model-building step runs inside the scope of the process-wide strategy from
+:mod:`delft.utilities.devices`; this class only wires the stages together:
+read (caller) -> vectorise (preprocess) -> batch (batching) -> model -> decode (tagger) ->
+evaluate (evaluation) / write (output).
+"""
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from delft.sequenceLabelling import evaluation, output
+from delft.sequenceLabelling.config import ModelConfig, TrainingConfig
+from delft.sequenceLabelling.models import architecture_family, build_model, uses_features
+from delft.sequenceLabelling.preprocess import Preprocessor, load_preprocessor
+from delft.utilities import devices
+from delft.utilities.errors import ConfigurationError, ModelLoadError
+from delft.utilities.tokenizer import tokenize_with_offsets
+
+logger = logging.getLogger(__name__)
+
+CONFIG_FILE = "config.json"
+PREPROCESSOR_FILE = "preprocessor.json"
+WEIGHTS_FILE = "model.weights.h5"
+CURVE_FILE = "training_curve.png"
+HISTORY_FILE = "history.json"
+DEFAULT_MODELS_DIR = "data/models/sequenceLabelling/"
+TAG_FILE_CHUNK = 5000
+
+
+class Sequence:
+    """A sequence labelling model by DeLFT's name: ``Sequence('date-BidLSTM_CRF')``.
+
+    >>> model = Sequence("date-BidLSTM_CRF", max_epoch=1)
+    >>> model.model_config.architecture
+    'BidLSTM_CRF'
+    """
+
+    def __init__(self, model_name=None, architecture="BidLSTM_CRF", embeddings_name=None,
+                 char_emb_size=25, max_char_length=30, char_lstm_units=25, word_lstm_units=100,
+                 max_sequence_length=300, dropout=0.5, recurrent_dropout=0.25, batch_size=20,
+                 optimizer="adam", learning_rate=None, lr_decay=0.9, clip_gradients=5.0,
+                 max_epoch=50, early_stop=True, patience=5, max_checkpoints_to_keep=0,
+                 use_ELMo=False, log_dir=None, fold_number=1, multiprocessing=True,
+                 features_indices=None, transformer_name=None, seed=None, window_stride=None,
+                 lr_schedule="plateau", model_type=None):
+        architecture = model_type or architecture
+        architecture_family(architecture)
+        if use_ELMo:
+            raise ConfigurationError("ELMo is not supported: use a transformer (--transformer)")
+        if embeddings_name:
+            raise ConfigurationError(
+                f"word embeddings {embeddings_name!r} are not available offline: train char-only "
+                "(no --embedding) or with a local transformer (--transformer DIR)")
+        self.model_config = ModelConfig(
+            model_name=model_name or architecture, architecture=architecture,
+            embeddings_name=embeddings_name, char_emb_size=char_emb_size,
+            max_char_length=max_char_length, char_lstm_units=char_lstm_units,
+            word_lstm_units=word_lstm_units, max_sequence_length=max_sequence_length,
+            dropout=dropout, recurrent_dropout=recurrent_dropout, batch_size=batch_size,
+            features_indices=features_indices, transformer_name=transformer_name,
+            window_stride=window_stride)
+        self.training_config = TrainingConfig(
+            batch_size=batch_size, optimizer=optimizer, learning_rate=learning_rate,
+            lr_decay=lr_decay, lr_schedule=lr_schedule, clip_gradients=clip_gradients,
+            max_epoch=max_epoch, early_stop=early_stop, patience=patience,
+            fold_number=fold_number, seed=seed)
+        self.p = None
+        self.model = None
+        self.models = []
+        self.history = []
+        self._strategy = None
+        self._predictors = {}
+
+    # -- building -----------------------------------------------------------------------------
+    @property
+    def uses_transformer(self):
+        return architecture_family(self.model_config.architecture) == "transformer"
+
+    def _new_preprocessor(self):
+        if self.uses_transformer:
+            from delft.sequenceLabelling.models.transformer import TransformerPreprocessor
+
+            return TransformerPreprocessor.from_model_config(self.model_config)
+        return Preprocessor(self.model_config.max_char_length,
+                            self.model_config.features_indices,
+                            self.model_config.max_sequence_length)
+
+    def _build(self, strategy, preprocessor):
+        """Model built and its weights created inside ``strategy.scope()``."""
+        from delft.sequenceLabelling.batching import dummy_batch
+
+        with strategy.scope():
+            model = build_model(self.model_config, preprocessor)
+            model(dummy_batch(preprocessor.batch_signature(False)))
+        return model
+
+    def _use_strategy(self, multi_gpu):
+        strategy = devices.get_strategy(multi_gpu)
+        if self.model is not None and strategy is not self._strategy:
+            # the variables must live under the scope that runs them: rebuild there, copy weights
+            weights = self.model.get_weights()
+            self.model = self._build(strategy, self.p)
+            self.model.set_weights(weights)
+            self._predictors = {}
+        self._strategy = strategy
+        return strategy
+
+    def _seed(self):
+        if self.training_config.seed is not None:
+            import keras
+
+            keras.utils.set_random_seed(self.training_config.seed)
+
+    def _features_for(self, features):
+        return features if uses_features(self.model_config.architecture) else None
+
+    # -- training -----------------------------------------------------------------------------
+    def train(self, x_train, y_train, f_train=None, x_valid=None, y_valid=None, f_valid=None,
+              incremental=False, callbacks=None, multi_gpu=False):
+        """Train on (x_train, y_train); with a validation set, early stopping keeps the best epoch.
+
+        GROBID's in-process trainer calls ``train(x_train, y_train, x_valid, y_valid)``
+        positionally: tokens passed where features are expected are taken as that call.
+        """
+        if _looks_like_tokens(f_train):
+            f_train, x_valid, y_valid = None, f_train, x_valid
+        from delft.sequenceLabelling.trainer import Trainer
+
+        strategy = self._use_strategy(multi_gpu)
+        self._seed()
+        f_train, f_valid = self._features_for(f_train), self._features_for(f_valid)
+        if incremental and self.model is not None:
+            self._grow_for(x_train, y_train, f_train, strategy)
+        else:
+            self.p = self._new_preprocessor()
+            self.p.fit(x_train, y_train, f_train)
+            self.model = self._build(strategy, self.p)
+        self._predictors = {}
+        train_corpus = self._encode_for_training(x_train, f_train)
+        train_labels = self.p.encode_labels(y_train)
+        valid_corpus = valid_labels = None
+        if x_valid is not None and len(x_valid):
+            valid_corpus = self.p.encode(x_valid, f_valid)
+            valid_labels = self.p.encode_labels(y_valid)
+        trainer = Trainer(self.model, self.p, self.training_config, strategy,
+                          uses_transformer=self.uses_transformer)
+        start = time.perf_counter()
+        self.history = trainer.train(train_corpus, train_labels, valid_corpus, valid_labels)
+        print(f"training runtime: {time.perf_counter() - start:.1f} s", flush=True)
+        self.models = [self.model]
+
+    def _encode_for_training(self, x, features):
+        size = None if self.uses_transformer else self.model_config.max_sequence_length
+        corpus = self.p.encode(x, features, window_size=size)
+        cut = int(np.sum(corpus.sequence_lengths > size)) if size else 0
+        if cut:
+            print(f"{cut} training sequences longer than max_sequence_length={size} are trained "
+                  "in consecutive windows (no token dropped)", flush=True)
+        return corpus
+
+    def _grow_for(self, x, y, features, strategy):
+        """Incremental training: extend vocabularies; grow the model if new chars/labels appear."""
+        new = self.p.fit(x, y, features)
+        if not any(new.values()):
+            return
+        print(f"incremental training: {len(new['chars'])} new characters, "
+              f"{len(new['labels'])} new labels: growing the model", flush=True)
+        old = self.model
+        self.model = self._build(strategy, self.p)
+        for target, source in zip(self.model.weights, old.weights):
+            value = source.numpy()
+            grown = target.numpy()
+            grown[tuple(slice(0, n) for n in value.shape)] = value
+            target.assign(grown)
+
+    def train_nfold(self, x_train, y_train, f_train=None, x_valid=None, y_valid=None,
+                    f_valid=None, incremental=False, callbacks=None, multi_gpu=False):
+        """Train ``fold_number`` models, each validated on its own fold; every sequence is used."""
+        folds = self.training_config.fold_number
+        order = np.random.default_rng(self.training_config.seed).permutation(len(x_train))
+        parts = np.array_split(order, folds)
+        self.models = []
+        x_train, y_train = np.asarray(x_train, dtype=object), np.asarray(y_train, dtype=object)
+        f_train = None if f_train is None else np.asarray(f_train, dtype=object)
+        for k, held_out in enumerate(parts):
+            kept = np.concatenate([p for i, p in enumerate(parts) if i != k])
+            print(f"---- fold {k + 1}/{folds}: {len(kept)} train, {len(held_out)} validation",
+                  flush=True)
+            self.train(x_train[kept], y_train[kept],
+                       None if f_train is None else f_train[kept],
+                       x_train[held_out], y_train[held_out],
+                       None if f_train is None else f_train[held_out], multi_gpu=multi_gpu)
+            self.models.append((self.model, self.p))
+        self.model, self.p = self.models[0]
+
+    # -- evaluation ---------------------------------------------------------------------------
+    def eval(self, x_test, y_test, features=None, multi_gpu=False):
+        """Print the per-label report and return the scores; n-fold models are each scored."""
+        if self.model is None:
+            raise ModelLoadError("no model: train or load one before eval")
+        if len(self.models) > 1:
+            return self._eval_folds(x_test, y_test, features, multi_gpu)
+        return self._score_one(x_test, y_test, features, multi_gpu)
+
+    def _eval_folds(self, x_test, y_test, features, multi_gpu):
+        fold_scores = []
+        for k, (model, preprocessor) in enumerate(self.models):
+            self.model, self.p, self._predictors = model, preprocessor, {}
+            print(f"---- fold {k + 1}/{len(self.models)}")
+            fold_scores.append(self._score_one(x_test, y_test, features, multi_gpu))
+        f1s = [s["micro"]["f1"] for s in fold_scores]
+        best = int(np.argmax(f1s))
+        print(f"average micro F1 over {len(f1s)} folds: {np.mean(f1s):.4f} "
+              f"(best fold {best + 1}: {f1s[best]:.4f})", flush=True)
+        self.model, self.p = self.models[best]
+        self.models = [self.models[best]]
+        self._predictors = {}
+        return {"folds": fold_scores, "micro_f1_mean": float(np.mean(f1s)), "best_fold": best}
+
+    def _score_one(self, x_test, y_test, features, multi_gpu):
+        predicted = self._predict_labels(x_test, features, multi_gpu)[0]
+        scores = evaluation.precision_recall_f1(list(map(list, y_test)), predicted)
+        print(evaluation.format_report(scores), flush=True)
+        return scores
+
+    # -- tagging ------------------------------------------------------------------------------
+    def _predict_labels(self, sequences, features=None, multi_gpu=False, batch_size=None):
+        from delft.sequenceLabelling.tagger import Predictor
+
+        if self.model is None:
+            raise ModelLoadError("no model: train or load one before tagging")
+        strategy = self._use_strategy(multi_gpu)
+        predictor = self._predictors.get(id(strategy))
+        if predictor is None:
+            predictor = self._predictors[id(strategy)] = Predictor(self.model, self.p, strategy)
+        corpus = self.p.encode(sequences, self._features_for(features))
+        ids, scores = predictor.predict(corpus, batch_size or self.model_config.batch_size)
+        labels = [self.p.decode_labels(row) for row in ids]
+        return labels, scores
+
+    def tag(self, texts, output_format=None, features=None, batch_size=None, multi_gpu=False):
+        """Label ``texts`` (token lists, or raw strings tokenised with offsets).
+
+        Returns, per text, ``[token, label]`` pairs (one per input token, input order), or with
+        ``output_format="json"`` DeLFT's JSON dict, with ``"TEI"`` a TEI document string.
+        """
+        start = time.perf_counter()
+        raw = len(texts) > 0 and isinstance(texts[0], str)
+        if raw:
+            tokenised = [tokenize_with_offsets(text) for text in texts]
+            tokens = [t for t, _ in tokenised]
+            offsets = [o for _, o in tokenised]
+        else:
+            tokens = [list(seq) for seq in texts]
+            offsets = [output.token_offsets(seq) for seq in tokens]
+        labels, scores = self._predict_labels(tokens, features, multi_gpu, batch_size)
+        originals = list(texts) if raw else [None] * len(tokens)
+        if output_format == "json":
+            result = output.json_header(self.model_config.model_name)
+            result["texts"] = [output.entities_json(text, tok, off, lab, sc) for text, tok, off,
+                               lab, sc in zip(originals, tokens, offsets, labels, scores)]
+            result["runtime"] = round(time.perf_counter() - start, 3)
+            return result
+        if output_format in ("TEI", "tei"):
+            return output.TEI_HEADER + "".join(
+                output.tei_paragraph(text, tok, off, lab)
+                for text, tok, off, lab in zip(originals, tokens, offsets, labels)) + \
+                output.TEI_FOOTER
+        return [[[t, l] for t, l in zip(tok, lab)] for tok, lab in zip(tokens, labels)]
+
+    def tag_file(self, file_in, output_format="json", file_out=None, batch_size=None,
+                 multi_gpu=False, input_format="text"):
+        """Tag a large file chunk by chunk, writing as it goes (nothing held whole in memory).
+
+        ``input_format="text"``: one text per line; ``"crf"``: a GROBID feature matrix.
+        """
+        from delft.sequenceLabelling import reader
+
+        out = open(file_out, "w", encoding="utf-8") if file_out else sys.stdout
+        start = time.perf_counter()
+        try:
+            if output_format == "json":
+                header = output.json_header(self.model_config.model_name)
+                out.write(json.dumps(header)[:-1] + ', "texts": [\n')
+            elif output_format in ("TEI", "tei"):
+                out.write(output.TEI_HEADER)
+            first = True
+            for texts, features in _chunks(file_in, input_format, reader):
+                if output_format == "json":
+                    result = self.tag(texts, "json", features, batch_size, multi_gpu)
+                    for item in result["texts"]:
+                        out.write(("" if first else ",\n") + json.dumps(item, ensure_ascii=False))
+                        first = False
+                elif output_format in ("TEI", "tei"):
+                    document = self.tag(texts, "TEI", features, batch_size, multi_gpu)
+                    out.write(document[len(output.TEI_HEADER):-len(output.TEI_FOOTER)])
+                else:
+                    for pairs in self.tag(texts, None, features, batch_size, multi_gpu):
+                        out.write(output.iob_lines([t for t, _ in pairs], [l for _, l in pairs]))
+            if output_format == "json":
+                out.write(f'\n], "runtime": {round(time.perf_counter() - start, 3)}}}\n')
+            elif output_format in ("TEI", "tei"):
+                out.write(output.TEI_FOOTER)
+        finally:
+            if file_out:
+                out.close()
+
+    # -- persistence --------------------------------------------------------------------------
+    def save(self, dir_path=DEFAULT_MODELS_DIR):
+        """Write ``dir_path/<model_name>/`` atomically: a crash never leaves a half-written model."""
+        if self.model is None:
+            raise ModelLoadError("no model to save: train or load one first")
+        devices.close_strategies()
+        from delft import __version__
+
+        target = os.path.join(dir_path, self.model_config.model_name)
+        os.makedirs(dir_path, exist_ok=True)
+        staging = tempfile.mkdtemp(prefix=f".{self.model_config.model_name}.", dir=dir_path)
+        try:
+            self.model_config.delft_version = __version__
+            self.model_config.save(os.path.join(staging, CONFIG_FILE))
+            self.p.save(os.path.join(staging, PREPROCESSOR_FILE))
+            if hasattr(self.p, "save_resources"):
+                self.p.save_resources(staging)
+            self.model.save_weights(os.path.join(staging, WEIGHTS_FILE))
+            if self.history:
+                with open(os.path.join(staging, HISTORY_FILE), "w") as out:
+                    json.dump(self.history, out, indent=1)
+                from delft.sequenceLabelling.trainer import plot_history
+
+                plot_history(self.history, os.path.join(staging, CURVE_FILE))
+            _replace_directory(staging, target)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        print(f"model saved in {target}", flush=True)
+        return target
+
+    def load(self, dir_path=DEFAULT_MODELS_DIR, multi_gpu=False):
+        """Load ``dir_path/<model_name>/``; a missing or corrupt file is a :class:`ModelLoadError`."""
+        path = os.path.join(dir_path, self.model_config.model_name)
+        if not os.path.isdir(path):
+            raise ModelLoadError(f"{path}: no such model directory")
+        for name in (CONFIG_FILE, PREPROCESSOR_FILE, WEIGHTS_FILE):
+            if not os.path.isfile(os.path.join(path, name)):
+                raise ModelLoadError(f"{path}: incomplete model directory, {name} is missing")
+        try:
+            config = ModelConfig.load(os.path.join(path, CONFIG_FILE))
+        except (ValueError, TypeError) as error:
+            raise ModelLoadError(f"{os.path.join(path, CONFIG_FILE)}: corrupt ({error})") from None
+        architecture_family(config.architecture)
+        config.model_name = self.model_config.model_name
+        self.model_config = config
+        self.p = load_preprocessor(os.path.join(path, PREPROCESSOR_FILE))
+        if hasattr(self.p, "load_resources"):
+            self.p.load_resources(path)
+        strategy = devices.get_strategy(multi_gpu)
+        self.model = self._build(strategy, self.p)
+        try:
+            with strategy.scope():
+                self.model.load_weights(os.path.join(path, WEIGHTS_FILE))
+        except Exception as error:  # h5py/keras raise many types for a damaged file
+            raise ModelLoadError(f"{os.path.join(path, WEIGHTS_FILE)}: cannot load weights "
+                                 f"({type(error).__name__}: {str(error).splitlines()[0]})") from None
+        self._strategy = strategy
+        self._predictors = {}
+        self.models = [self.model]
+        return self
+
+
+def _replace_directory(staging, target):
+    """Move ``staging`` to ``target``, replacing an older model only once the new one is complete."""
+    previous = None
+    if os.path.exists(target):
+        previous = target + ".previous"
+        shutil.rmtree(previous, ignore_errors=True)
+        os.rename(target, previous)
+    os.rename(staging, target)
+    if previous:
+        shutil.rmtree(previous, ignore_errors=True)
+
+
+def _chunks(path, input_format, reader):
+    if input_format == "crf":
+        x, features = reader.load_data_crf_file(path)
+        for start in range(0, len(x), TAG_FILE_CHUNK):
+            yield list(x[start:start + TAG_FILE_CHUNK]), list(features[start:start + TAG_FILE_CHUNK])
+        return
+    texts = []
+    with open(path, encoding="utf-8") as stream:
+        for line in stream:
+            line = line.rstrip("\r\n")
+            if line.strip():
+                texts.append(line)
+            if len(texts) == TAG_FILE_CHUNK:
+                yield texts, None
+                texts = []
+    if texts:
+        yield texts, None
+
+
+def _looks_like_tokens(value):
+    """Token sequences (lists of str), as opposed to feature sequences (lists of lists of str)."""
+    try:
+        return value is not None and len(value) > 0 and isinstance(value[0][0], str)
+    except (TypeError, IndexError):
+        return False

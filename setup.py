@@ -1,0 +1,36 @@
+"""delft: sequence labelling on TensorFlow/Keras, scaling across devices with tf.distribute."""
+from setuptools import find_packages, setup
+
+setup(
+    name="delft",
+    version="0.5.0",
+    description="Sequence labelling (GROBID, NER) on TensorFlow/Keras with multi-device training "
+                "and sharded inference",
+    license="Apache-2.0",
+    python_requires=">=3.10,<3.13",
+    packages=find_packages(include=["delft", "delft.*"]),
+    package_data={"delft": ["resources/*.json"]},
+    install_requires=[
+        "tensorflow==2.21.0",
+        "keras==3.15.1",
+        "keras-hub==0.32.0",
+        "transformers==5.24.0",
+        "tokenizers==0.23.3",
+        "safetensors==0.8.0",
+        "numpy>=2.4,<2.5",
+        "scikit-learn>=1.9,<1.10",
+        "h5py>=3.14,<3.15",
+        "regex>=2024.0",
+        "matplotlib>=3.9,<4",
+    ],
+    extras_require={
+        "test": ["pytest>=8", "seqeval==1.2.2"],
+    },
+    entry_points={
+        "console_scripts": [
+            "grobidTagger=delft.applications.grobidTagger:main",
+            "nerTagger=delft.applications.nerTagger:main",
+            "insultTagger=delft.applications.insultTagger:main",
+        ],
+    },
+)
