@@ -5,6 +5,7 @@ defaults its models take; a user's error (bad file, bad option) ends as one line
 """
 import argparse
 import functools
+import logging
 import sys
 
 from delft.utilities.errors import DelftError
@@ -118,6 +119,7 @@ def user_errors_are_one_line(main):
     """Run ``main``; a :class:`DelftError` (bad data, bad option, bad model dir) prints one line."""
     @functools.wraps(main)
     def wrapped(argv=None):
+        logging.basicConfig(level=logging.INFO, format="%(message)s")
         try:
             return main(argv)
         except (DelftError, FileNotFoundError, IsADirectoryError, PermissionError) as error:
