@@ -2,6 +2,7 @@
 import keras
 import tensorflow as tf
 
+from delft.sequenceLabelling.layers.bilstm import BiLSTM
 from delft.sequenceLabelling.layers.char_encoder import CharEncoder
 from delft.sequenceLabelling.layers.feature_encoder import FeatureEncoder
 from delft.sequenceLabelling.models.base import SequenceLabeller
@@ -39,22 +40,20 @@ class BidLSTM(SequenceLabeller):
                                 if self.feature_vocab_sizes else None)
         # dropout before and after the word BiLSTM, not also inside it on the same inputs
         self.input_dropout = keras.layers.Dropout(dropout)
-        self.word_lstm = keras.layers.Bidirectional(
-            keras.layers.LSTM(word_lstm_units, return_sequences=True,
-                              recurrent_dropout=recurrent_dropout), name="word_lstm")
+        self.word_lstm = BiLSTM(word_lstm_units, return_sequences=True,
+                                recurrent_dropout=recurrent_dropout, name="word_lstm")
         self.output_dropout = keras.layers.Dropout(dropout)
         self.dense = keras.layers.Dense(word_lstm_units, activation="tanh", name="dense")
         self.potentials_layer = keras.layers.Dense(num_labels, name="potentials")
 
     def word_potentials(self, batch, training=False):
         chars = batch["chars"]
-        mask = tf.sequence_mask(batch["lengths"], tf.shape(chars)[1])
         parts = [self.char_encoder(chars)]
         if self.feature_encoder is not None:
             parts.append(self.feature_encoder(batch["features"]))
         x = parts[0] if len(parts) == 1 else tf.concat(parts, axis=-1)
         x = self.input_dropout(x, training=training)
-        x = self.word_lstm(x, mask=mask, training=training)
+        x = self.word_lstm(x, batch["lengths"], training=training)
         x = self.output_dropout(x, training=training)
         return self.potentials_layer(self.dense(x))
 

@@ -1,0 +1,84 @@
+"""A bidirectional LSTM over right-padded sequences of known lengths, on TF's fused LSTM kernel."""
+import keras
+import tensorflow as tf
+
+
+class BiLSTM(keras.layers.Layer):
+    """Bidirectional LSTM: ``inputs`` [batch, time, features], ``lengths`` [batch] -> outputs.
+
+    With ``return_sequences`` the output is [batch, time, 2 * units] (positions past a row's length
+    hold unspecified values: heads mask them); without, [batch, 2 * units]: the forward state after
+    the last valid step and the backward state after the first (zeros for an empty row).
+
+    Without recurrent dropout each direction is one fused ``BlockLSTM`` op: a Keras ``LSTM`` in a
+    graph is a while loop of small ops whose gradient takes seconds to trace (2.1 s against 0.26 s
+    for one BiLSTM here) and that runs no faster. The backward direction reverses each row within
+    its own length. Recurrent dropout needs a per-step mask the fused op has no place for: with
+    ``recurrent_dropout > 0`` Keras' LSTM is used instead.
+
+    >>> layer = BiLSTM(units=3, return_sequences=True)
+    >>> tuple(layer(tf.ones([2, 4, 5]), tf.constant([4, 2])).shape)
+    (2, 4, 6)
+    """
+
+    def __init__(self, units, return_sequences=False, recurrent_dropout=0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.return_sequences = return_sequences
+        self.recurrent_dropout = recurrent_dropout
+        self.keras_lstm = None
+        if recurrent_dropout:
+            self.keras_lstm = keras.layers.Bidirectional(keras.layers.LSTM(
+                units, return_sequences=return_sequences, recurrent_dropout=recurrent_dropout))
+
+    def build(self, input_shape):
+        if self.keras_lstm is not None:
+            return
+        features = input_shape[-1]
+        self.directions = []
+        for name in ("forward", "backward"):
+            kernel = self.add_weight(name=f"{name}_kernel", shape=(features, 4 * self.units),
+                                     initializer="glorot_uniform")
+            recurrent = self.add_weight(name=f"{name}_recurrent_kernel",
+                                        shape=(self.units, 4 * self.units),
+                                        initializer="orthogonal")
+            bias = self.add_weight(name=f"{name}_bias", shape=(4 * self.units,),
+                                   initializer="zeros")
+            self.directions.append((kernel, recurrent, bias))
+
+    def call(self, inputs, lengths, training=False):
+        if self.keras_lstm is not None:
+            mask = tf.sequence_mask(lengths, tf.shape(inputs)[1])
+            return self.keras_lstm(inputs, mask=mask, training=training)
+        lengths = tf.cast(lengths, tf.int32)
+        time_major = tf.transpose(inputs, [1, 0, 2])
+        forward = self._run(time_major, self.directions[0])
+        reversed_inputs = tf.reverse_sequence(time_major, lengths, seq_axis=0, batch_axis=1)
+        backward = self._run(reversed_inputs, self.directions[1])
+        if self.return_sequences:
+            backward = tf.reverse_sequence(backward, lengths, seq_axis=0, batch_axis=1)
+            return tf.transpose(tf.concat([forward, backward], axis=-1), [1, 0, 2])
+        last = tf.stack([tf.maximum(lengths - 1, 0), tf.range(tf.shape(lengths)[0])], axis=1)
+        final = tf.concat([tf.gather_nd(forward, last), tf.gather_nd(backward, last)], axis=-1)
+        return final * tf.cast(lengths > 0, final.dtype)[:, None]
+
+    def _run(self, time_major, weights):
+        kernel, recurrent, bias = weights
+        zeros = tf.zeros([tf.shape(time_major)[1], self.units], time_major.dtype)
+        peephole = tf.zeros([self.units], time_major.dtype)
+        outputs = tf.raw_ops.BlockLSTM(
+            seq_len_max=tf.cast(tf.shape(time_major)[0], tf.int64), x=time_major,
+            cs_prev=zeros, h_prev=zeros, w=tf.concat([kernel, recurrent], axis=0),
+            wci=peephole, wcf=peephole, wco=peephole, b=bias, forget_bias=1.0, cell_clip=-1.0,
+            use_peephole=False)
+        return outputs[6]  # h: [time, batch, units]
+
+    def compute_output_shape(self, input_shape):
+        if self.return_sequences:
+            return tuple(input_shape[:2]) + (2 * self.units,)
+        return (input_shape[0], 2 * self.units)
+
+    def get_config(self):
+        return dict(super().get_config(), units=self.units,
+                    return_sequences=self.return_sequences,
+                    recurrent_dropout=self.recurrent_dropout)
