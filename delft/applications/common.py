@@ -65,9 +65,12 @@ def run_action(args, model_name, data, sequence_kwargs, load_tag_input):
     from delft.sequenceLabelling import Sequence
     from delft.utilities.devices import StrategyContext
 
+    # read (and so check) the data before TensorFlow starts: a bad file is then one line on stderr
+    # in a second, not after TF's start-up logging
+    loaded = data() if args.action in ("train", "train_eval", "eval") else None
     with StrategyContext(args.multi_gpu):
         if args.action in ("train", "train_eval"):
-            x, y, f = data()
+            x, y, f = loaded
             model = Sequence(model_name, **sequence_kwargs)
             if args.incremental:
                 model.load(args.input_model or args.output, multi_gpu=args.multi_gpu)
@@ -89,7 +92,7 @@ def run_action(args, model_name, data, sequence_kwargs, load_tag_input):
                 model.eval(x_eval, y_eval, features=f_eval, multi_gpu=args.multi_gpu)
             model.save(args.output)
         elif args.action == "eval":
-            x, y, f = data()
+            x, y, f = loaded
             model = Sequence(model_name).load(args.input_model or args.output,
                                                multi_gpu=args.multi_gpu)
             model.eval(x, y, features=f, multi_gpu=args.multi_gpu)

@@ -18,8 +18,8 @@ if __package__ in (None, ""):  # run as a script: python delft/applications/insu
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from delft.applications import common  # noqa: E402
-from delft.applications.nerTagger import (add_tag_options, existing_path, run_with_sets,  # noqa: E402
-                                          tag_text_file)
+from delft.applications.nerTagger import (add_tag_options, check_text_file,  # noqa: E402
+                                          existing_path, run_with_sets, tag_text_file)
 from delft.utilities.errors import ConfigurationError  # noqa: E402
 
 # DeLFT's insultTagger defaults: batch 20, max length 300, 50 epochs, patience 5 (transformers 10/3)
@@ -99,7 +99,7 @@ def main(argv=None):
             raise ConfigurationError("eval needs --test FILE (TEI with <rs type=...> annotations)")
         sets = dict(test=read_tei(test_path, option))
     elif args.file_in:
-        existing_path(args.file_in, "--file-in")
+        check_text_file(args.file_in, "--file-in")
 
     def tag(model):
         if args.file_in:

@@ -27,7 +27,7 @@ if __package__ in (None, ""):  # run as a script: python delft/applications/nerT
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from delft.applications import common  # noqa: E402
-from delft.utilities.errors import ConfigurationError, DataFormatError  # noqa: E402
+from delft.utilities.errors import ConfigurationError, DataFormatError, ModelLoadError  # noqa: E402
 
 DATASET_TYPES = ["conll2003", "conll2012", "ontonotes"]
 # DeLFT's nerTagger defaults: batch 32, max length 300, 50 epochs, patience 5 (transformers 150/15)
@@ -78,6 +78,11 @@ def run_with_sets(args, model_name, sequence_kwargs, train=None, valid=None, tes
     from delft.utilities.devices import StrategyContext
 
     multi_gpu = args.multi_gpu
+    if args.action in ("eval", "tag") or args.incremental:
+        # said before TensorFlow starts; Sequence.load checks the files themselves
+        path = os.path.join(args.input_model or args.output, model_name)
+        if not os.path.isdir(path):
+            raise ModelLoadError(f"{path}: no such model directory")
     with StrategyContext(multi_gpu):
         if args.action in ("train", "train_eval"):
             x, y = train
@@ -114,6 +119,18 @@ def run_with_sets(args, model_name, sequence_kwargs, train=None, valid=None, tes
         else:
             model = Sequence(model_name).load(args.input_model or args.output, multi_gpu=multi_gpu)
             tag(model)
+
+
+def check_text_file(path, option):
+    """``path`` if it is a readable UTF-8 text file, else a one-line error (before any model loads)."""
+    existing_path(path, option)
+    with open(path, "rb") as stream:
+        for line_number, line in enumerate(stream, start=1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise DataFormatError(path, line_number, f"not valid UTF-8 ({error.reason})") from None
+    return path
 
 
 def tag_text_file(model, file_in, output_format, file_out, multi_gpu):
@@ -183,7 +200,7 @@ def main(argv=None):
         file_in, option = (args.file_in, "--file-in") if args.file_in else (args.input, "--input")
         if not file_in:
             raise ConfigurationError("tag needs --file-in FILE (text, one text per line)")
-        existing_path(file_in, option)
+        check_text_file(file_in, option)
 
     def tag(model):
         tag_text_file(model, file_in, args.output_format, args.file_out, args.multi_gpu)

@@ -33,9 +33,13 @@ class Predictor:
     def predict(self, corpus, batch_size):
         """Per input sequence: label ids (int32) and confidences (float32), every word labelled."""
         batch_size = global_batch_size(batch_size, self.strategy.num_replicas_in_sync)
-        batches = length_bucketed_batches(corpus.row_length, batch_size)
-        row_tags = [None] * corpus.num_rows
-        row_scores = [None] * corpus.num_rows
+        # a row without tokens (a text with no token) has nothing to label, and a batch made only
+        # of such rows would be a zero-step RNN, which TF cannot run: they never reach the model
+        filled = np.flatnonzero(corpus.row_length > 0)
+        batches = [filled[rows] for rows in
+                   length_bucketed_batches(corpus.row_length[filled], batch_size)]
+        row_tags = [np.zeros(0, np.int32)] * corpus.num_rows
+        row_scores = [np.zeros(0, np.float32)] * corpus.num_rows
         iterator = iter(distributed_dataset(self.strategy, self.preprocessor, corpus, batches))
         lengths = corpus.row_length
         for _ in batches:

@@ -186,7 +186,7 @@ class Sequence:
         folds = self.training_config.fold_number
         order = np.random.default_rng(self.training_config.seed).permutation(len(x_train))
         parts = np.array_split(order, folds)
-        self.models = []
+        trained = []  # self.train() resets self.models: collect the folds aside
         x_train, y_train = np.asarray(x_train, dtype=object), np.asarray(y_train, dtype=object)
         f_train = None if f_train is None else np.asarray(f_train, dtype=object)
         for k, held_out in enumerate(parts):
@@ -197,7 +197,8 @@ class Sequence:
                        None if f_train is None else f_train[kept],
                        x_train[held_out], y_train[held_out],
                        None if f_train is None else f_train[held_out], multi_gpu=multi_gpu)
-            self.models.append((self.model, self.p))
+            trained.append((self.model, self.p))
+        self.models = trained
         self.model, self.p = self.models[0]
 
     # -- evaluation ---------------------------------------------------------------------------
@@ -324,6 +325,7 @@ class Sequence:
         os.makedirs(dir_path, exist_ok=True)
         staging = tempfile.mkdtemp(prefix=f".{self.model_config.model_name}.", dir=dir_path)
         try:
+            os.chmod(staging, _directory_mode())  # mkdtemp's 0700 would hide the model from others
             self.model_config.delft_version = __version__
             self.model_config.save(os.path.join(staging, CONFIG_FILE))
             self.p.save(os.path.join(staging, PREPROCESSOR_FILE))
@@ -353,9 +355,9 @@ class Sequence:
                 raise ModelLoadError(f"{path}: incomplete model directory, {name} is missing")
         try:
             config = ModelConfig.load(os.path.join(path, CONFIG_FILE))
-        except (ValueError, TypeError) as error:
+            architecture_family(config.architecture)
+        except (ValueError, TypeError, AttributeError) as error:  # AttributeError: not a JSON object
             raise ModelLoadError(f"{os.path.join(path, CONFIG_FILE)}: corrupt ({error})") from None
-        architecture_family(config.architecture)
         config.model_name = self.model_config.model_name
         self.model_config = config
         self.p = load_preprocessor(os.path.join(path, PREPROCESSOR_FILE))
@@ -373,6 +375,13 @@ class Sequence:
         self._predictors = {}
         self.models = [self.model]
         return self
+
+
+def _directory_mode():
+    """The mode ``os.mkdir`` gives a new directory under the current umask."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o777 & ~umask
 
 
 def _replace_directory(staging, target):

@@ -1,0 +1,168 @@
+"""Shared fixtures: the date corpus, ONE small trained model per session, subprocess helpers.
+
+The session model is trained once (``trained_date``) on the real GROBID date data when
+``../shared/data`` has it, else on the sample shipped in ``data/`` (tests that need the real data
+itself skip with a reason), and saved under a temporary models dir as ``date-BidLSTM_CRF/`` — the
+layout GROBID loads. Tests that change a model load their own copy from that dir.
+"""
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from delft.utilities.data_path import shared_data_file  # noqa: E402
+
+SAMPLE_DATE = REPO_ROOT / "data" / "sequenceLabelling" / "grobid" / "date" / "date-sample.train"
+REAL_DATE = shared_data_file("sequenceLabelling", "grobid", "date", "date-220311.train")
+MODEL_NAME = "date-BidLSTM_CRF"
+
+# TensorFlow's C++ runtime logs to stderr at import (absl, oneDNN, CUDA probing) whatever
+# TF_CPP_MIN_LOG_LEVEL says; these lines are not delft's output.
+_TF_LOG_LINE = re.compile(r"^([IWEF]\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ \S+:\d+\]|"
+                          r"WARNING: All log messages before absl::InitializeLog\(\))")
+
+
+def delft_stderr_lines(stderr):
+    """The non-empty stderr lines that are not TensorFlow's own runtime logging."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    kept, in_tf_block = [], False
+    for line in lines:
+        if _TF_LOG_LINE.match(line):
+            in_tf_block = True
+            continue
+        # a TF log message may wrap onto a following line ("To enable the following instructions")
+        if in_tf_block and line.startswith("To enable the following instructions"):
+            continue
+        in_tf_block = False
+        kept.append(line)
+    return kept
+
+
+def subprocess_env(**extra):
+    """The environment of a child Python: this repository importable, TF quiet, extra variables."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT)] + (
+        [env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    env.setdefault("PYTHONHASHSEED", "0")
+    env.pop("DELFT_CPU_REPLICAS", None)
+    env.update({key: str(value) for key, value in extra.items()})
+    return env
+
+
+def run_python(args, cwd=REPO_ROOT, timeout=300, **env):
+    """Run ``sys.executable args...``; returns the CompletedProcess (text mode)."""
+    return subprocess.run([sys.executable, *map(str, args)], cwd=str(cwd), env=subprocess_env(**env),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def crf_sequences(path, limit=None):
+    """The sequences of a GROBID matrix file, each a list of its (stripped) lines."""
+    sequences, current = [], []
+    for line in Path(path).read_text(encoding="utf-8").split("\n"):
+        if line.strip():
+            current.append(line.strip())
+        elif current:
+            sequences.append(current)
+            current = []
+    if current:
+        sequences.append(current)
+    return sequences[:limit] if limit else sequences
+
+
+def unlabelled_matrix(sequences):
+    """A GROBID matrix as GROBID sends it for tagging: the label column removed."""
+    return "\n\n".join("\n".join(line.rsplit(maxsplit=1)[0] for line in seq)
+                       for seq in sequences) + "\n"
+
+
+@pytest.fixture(scope="session")
+def date_corpus_path():
+    """The real date training data if present, else the shipped sample."""
+    return REAL_DATE if REAL_DATE.is_file() else SAMPLE_DATE
+
+
+@pytest.fixture(scope="session")
+def real_date_path():
+    if not REAL_DATE.is_file():
+        pytest.skip(f"real GROBID date data absent ({REAL_DATE}); set DELFT_SHARED_DATA")
+    return REAL_DATE
+
+
+@pytest.fixture(scope="session")
+def date_corpus(date_corpus_path):
+    from delft.sequenceLabelling.reader import load_data_and_labels_crf_file
+
+    return load_data_and_labels_crf_file(date_corpus_path)
+
+
+@dataclass
+class TrainedDate:
+    model: object          # the Sequence, as trained (do not mutate)
+    models_dir: Path       # holds MODEL_NAME/
+    corpus_path: Path
+    x_train: list
+    y_train: list
+    f_train: list
+    x_valid: list
+    y_valid: list
+    f_valid: list
+    x_eval: list
+    y_eval: list
+    f_eval: list
+
+    @property
+    def model_dir(self):
+        return self.models_dir / MODEL_NAME
+
+    def load(self):
+        """A fresh Sequence loaded from the saved dir (safe to change)."""
+        from delft.sequenceLabelling import Sequence
+
+        return Sequence(MODEL_NAME).load(dir_path=str(self.models_dir))
+
+
+@pytest.fixture(scope="session")
+def trained_date(tmp_path_factory, date_corpus, date_corpus_path):
+    """The session's one trained model: 90/10 eval split then 90/10 validation, as train_eval."""
+    from delft.applications.common import split
+    from delft.sequenceLabelling import Sequence
+
+    x, y, f = date_corpus
+    (x, y, f), (x_eval, y_eval, f_eval) = split(x, y, f, 0.1, 1)
+    (x_train, y_train, f_train), (x_valid, y_valid, f_valid) = split(x, y, f, 0.1, 1)
+    model = Sequence(MODEL_NAME, max_epoch=8, batch_size=60, recurrent_dropout=0.0, seed=1,
+                     max_sequence_length=50)
+    model.train(x_train, y_train, x_valid=x_valid, y_valid=y_valid)
+    models_dir = tmp_path_factory.mktemp("models")
+    model.save(str(models_dir))
+    return TrainedDate(model, models_dir, date_corpus_path, list(x_train), list(y_train),
+                       list(f_train), list(x_valid), list(y_valid), list(f_valid), list(x_eval),
+                       list(y_eval), list(f_eval))
+
+
+@pytest.fixture(scope="session")
+def loaded_date(trained_date):
+    """One loaded copy shared by read-only tagging tests (tests must not change it)."""
+    return trained_date.load()
+
+
+def token_accuracy(pairs_per_sequence, gold):
+    total = sum(len(g) for g in gold)
+    correct = sum(label == g for pairs, labels in zip(pairs_per_sequence, gold)
+                  for (_, label), g in zip(pairs, labels))
+    return correct / total
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(1234)

@@ -1,0 +1,182 @@
+"""The model directory: what save writes, atomic replacement, and clear errors for bad model dirs."""
+import json
+import os
+import shutil
+import stat
+
+import numpy as np
+import pytest
+
+from conftest import MODEL_NAME
+from delft.sequenceLabelling import Sequence
+from delft.sequenceLabelling.wrapper import (CONFIG_FILE, CURVE_FILE, HISTORY_FILE,
+                                             PREPROCESSOR_FILE, WEIGHTS_FILE)
+from delft.utilities.errors import ModelLoadError
+
+REQUIRED = [CONFIG_FILE, PREPROCESSOR_FILE, WEIGHTS_FILE]
+
+
+def snapshot(directory):
+    """{relative path: bytes} of every file under ``directory``."""
+    files = {}
+    for folder, _, names in os.walk(directory):
+        for name in names:
+            path = os.path.join(folder, name)
+            with open(path, "rb") as stream:
+                files[os.path.relpath(path, directory)] = stream.read()
+    return files
+
+
+@pytest.fixture
+def model_copy(tmp_path, trained_date):
+    """A copy of the session's saved model dir, free to damage: returns (models dir, model dir)."""
+    models_dir = tmp_path / "models"
+    shutil.copytree(trained_date.models_dir, models_dir)
+    return models_dir, models_dir / MODEL_NAME
+
+
+def load_error(models_dir):
+    with pytest.raises(ModelLoadError) as info:
+        Sequence(MODEL_NAME).load(dir_path=str(models_dir))
+    error = info.value
+    message = str(error)
+    assert "\n" not in message  # one line for the user
+    assert error.__cause__ is None and error.__suppress_context__ or error.__context__ is None
+    return message
+
+
+# -- what save writes ----------------------------------------------------------------------------
+def test_save_writes_the_model_files(trained_date):
+    directory = trained_date.model_dir
+    names = set(os.listdir(directory))
+    assert set(REQUIRED + [CURVE_FILE, HISTORY_FILE]) <= names
+    config = json.loads((directory / CONFIG_FILE).read_text())
+    assert config["architecture"] == "BidLSTM_CRF"
+    assert config["model_name"] == MODEL_NAME
+    assert config["delft_version"]
+    preprocessor = json.loads((directory / PREPROCESSOR_FILE).read_text(encoding="utf-8"))
+    assert "B-<year>" in preprocessor["labels"]
+    history = json.loads((directory / HISTORY_FILE).read_text())
+    assert len(history) == len(trained_date.model.history) > 0
+    assert (directory / CURVE_FILE).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (directory / WEIGHTS_FILE).read_bytes()[:8] == b"\x89HDF\r\n\x1a\n"
+    # nothing but the model in the models dir (no staging folder left behind)
+    assert os.listdir(trained_date.models_dir) == [MODEL_NAME]
+
+
+def test_saved_dir_is_readable_like_any_new_directory(trained_date):
+    mode = stat.S_IMODE(os.stat(trained_date.model_dir).st_mode)
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert mode == 0o777 & ~umask  # not mkdtemp's 0700: GROBID may run as another user
+
+
+def test_reload_gives_identical_tags(trained_date):
+    loaded = trained_date.load()
+    sequences = trained_date.x_eval + trained_date.x_valid
+    assert loaded.tag(sequences, None) == trained_date.model.tag(sequences, None)
+    assert loaded.p.to_dict() == trained_date.model.p.to_dict()
+    for a, b in zip(loaded.model.get_weights(), trained_date.model.model.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_save_over_an_older_model_replaces_it(trained_date, tmp_path):
+    model = trained_date.load()
+    (tmp_path / MODEL_NAME).mkdir()
+    (tmp_path / MODEL_NAME / "stale.txt").write_text("old")
+    target = model.save(str(tmp_path))
+    assert os.path.samefile(target, tmp_path / MODEL_NAME)
+    assert sorted(os.listdir(tmp_path)) == [MODEL_NAME]
+    assert "stale.txt" not in os.listdir(target)
+    assert set(REQUIRED) <= set(os.listdir(target))
+
+
+# -- a save that crashes midway --------------------------------------------------------------------
+def crash(*args, **kwargs):
+    raise RuntimeError("disk full (simulated)")
+
+
+def interrupt(*args, **kwargs):
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("where, exception", [
+    ("weights", RuntimeError), ("plot", RuntimeError), ("plot", KeyboardInterrupt)])
+def test_crashed_save_leaves_no_model_and_keeps_the_older_one(trained_date, tmp_path, monkeypatch,
+                                                              where, exception):
+    from delft.sequenceLabelling import trainer
+
+    model = trained_date.load()
+    model.history = list(trained_date.model.history)  # so that the curve is drawn
+    older = tmp_path / "with_older"
+    fresh = tmp_path / "fresh"
+    model.save(str(older))
+    before = snapshot(older)
+    raiser = crash if exception is RuntimeError else interrupt
+    if where == "weights":
+        monkeypatch.setattr(type(model.model), "save_weights", raiser)
+    else:
+        monkeypatch.setattr(trainer, "plot_history", raiser)
+    for directory in (older, fresh):
+        with pytest.raises(exception):
+            model.save(str(directory))
+    monkeypatch.undo()
+    # the older model is intact, byte for byte, and nothing else is there
+    assert os.listdir(older) == [MODEL_NAME]
+    assert snapshot(older) == before
+    # no model (and no temp folder) where there was none
+    assert not fresh.exists() or os.listdir(fresh) == []
+    Sequence(MODEL_NAME).load(dir_path=str(older))
+    with pytest.raises(ModelLoadError):
+        Sequence(MODEL_NAME).load(dir_path=str(fresh))
+
+
+# -- loading bad model dirs ------------------------------------------------------------------------
+def test_missing_model_dir(tmp_path):
+    message = load_error(tmp_path / "nowhere")
+    assert str(tmp_path / "nowhere" / MODEL_NAME) in message
+
+
+@pytest.mark.parametrize("name", REQUIRED)
+def test_model_dir_missing_a_file(model_copy, name):
+    models_dir, model_dir = model_copy
+    os.remove(model_dir / name)
+    message = load_error(models_dir)
+    assert str(model_dir) in message
+    assert name in message
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty", "garbage", "zeroed tail"])
+def test_corrupt_weights(model_copy, damage):
+    models_dir, model_dir = model_copy
+    path = model_dir / WEIGHTS_FILE
+    data = path.read_bytes()
+    damaged = {"truncated": data[:len(data) // 2], "empty": b"",
+               "garbage": bytes(np.random.default_rng(0).integers(0, 256, 5000, dtype=np.uint8)),
+               "zeroed tail": data[:2000] + b"\0" * (len(data) - 2000)}[damage]
+    path.write_bytes(damaged)
+    message = load_error(models_dir)
+    assert str(path) in message
+
+
+def test_weights_not_matching_the_preprocessor(model_copy):
+    models_dir, model_dir = model_copy
+    path = model_dir / PREPROCESSOR_FILE
+    values = json.loads(path.read_text(encoding="utf-8"))
+    values["char_index"]["☃"] = len(values["char_index"])  # one more char: embedding shape differs
+    path.write_text(json.dumps(values), encoding="utf-8")
+    message = load_error(models_dir)
+    assert str(model_dir / WEIGHTS_FILE) in message
+
+
+@pytest.mark.parametrize("name", [CONFIG_FILE, PREPROCESSOR_FILE])
+@pytest.mark.parametrize("content", ['{"architecture": "BidLS', "", "[1, 2]", "null",
+                                     '{"architecture": 5}', "\xff\xfe garbage"])
+def test_corrupt_json(model_copy, name, content):
+    models_dir, model_dir = model_copy
+    path = model_dir / name
+    if name == PREPROCESSOR_FILE and content == '{"architecture": 5}':
+        content = '{"kind": "bilstm", "labels": []}'  # a JSON object missing its vocabularies
+    path.write_bytes(content.encode("latin-1"))
+    message = load_error(models_dir)
+    assert str(path) in message

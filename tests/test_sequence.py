@@ -1,0 +1,406 @@
+"""The ``Sequence`` API end to end: train, eval, tag (pairs, JSON, TEI), tag_file, n-fold, incremental.
+
+Uses the session model of conftest.py (trained once); the few trainings here run 1-2 epochs on a
+small slice of the date data.
+"""
+import datetime
+import json
+import math
+import xml.etree.ElementTree as ElementTree
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from conftest import MODEL_NAME, crf_sequences, token_accuracy, unlabelled_matrix
+from delft.sequenceLabelling import Sequence, evaluation
+from delft.utilities.tokenizer import tokenize, tokenize_with_offsets
+
+TEI_NS = "{http://www.tei-c.org/ns/1.0}"
+DATE_TYPES = {"<day>", "<month>", "<year>"}
+
+
+def labels_of(pairs_per_sequence):
+    return [[label for _, label in pairs] for pairs in pairs_per_sequence]
+
+
+def raw_texts(trained_date, n=30):
+    """Raw strings made of evaluation sequences, plus a few with irregular spacing."""
+    texts = [" ".join(tokens) for tokens in trained_date.x_eval[:n]]
+    texts += ["Received:  March 3,1999; accepted 12/04/2000.", "  (June 2005)  "]
+    return texts
+
+
+# -- eval -------------------------------------------------------------------------------------
+def test_eval_matches_seqeval_on_real_predictions(trained_date):
+    from seqeval.metrics import classification_report, f1_score
+
+    model = trained_date.model
+    y_true = [list(labels) for labels in trained_date.y_eval]
+    scores = model.eval(trained_date.x_eval, trained_date.y_eval)
+    y_pred = labels_of(model.tag(trained_date.x_eval, None))
+    assert 0.5 < scores["micro"]["f1"] <= 1.0  # real predictions, not a degenerate model
+    reference = classification_report(y_true, y_pred, output_dict=True, zero_division=0)
+    types = set(scores["labels"])
+    assert types == set(reference) - {"micro avg", "macro avg", "weighted avg"}
+    assert types == DATE_TYPES
+    for name, block in scores["labels"].items():
+        expected = reference[name]
+        assert block["precision"] == pytest.approx(float(expected["precision"]), abs=1e-12)
+        assert block["recall"] == pytest.approx(float(expected["recall"]), abs=1e-12)
+        assert block["f1"] == pytest.approx(float(expected["f1-score"]), abs=1e-12)
+        assert block["support"] == int(expected["support"])
+    assert scores["micro"]["f1"] == pytest.approx(f1_score(y_true, y_pred), abs=1e-12)
+    assert scores["micro"]["precision"] == pytest.approx(
+        float(reference["micro avg"]["precision"]), abs=1e-12)
+    assert scores["micro"]["recall"] == pytest.approx(float(reference["micro avg"]["recall"]),
+                                                      abs=1e-12)
+    assert scores["micro"]["support"] == int(reference["micro avg"]["support"])
+
+
+def test_eval_prints_report(trained_date, capsys):
+    trained_date.model.eval(trained_date.x_eval[:20], trained_date.y_eval[:20])
+    out = capsys.readouterr().out
+    assert "all (micro avg.)" in out
+    for name in DATE_TYPES:
+        assert name in out
+
+
+# -- tag: JSON, TEI ---------------------------------------------------------------------------
+def test_tag_raw_strings_json_structure(loaded_date, trained_date):
+    texts = raw_texts(trained_date)
+    result = loaded_date.tag(texts, "json")
+    assert set(result) == {"software", "date", "model", "texts", "runtime"}
+    assert result["software"] == "delft"
+    assert result["model"] == MODEL_NAME
+    datetime.datetime.fromisoformat(result["date"])
+    assert isinstance(result["runtime"], (int, float)) and result["runtime"] >= 0
+    json.loads(json.dumps(result))  # serialisable as it is
+    assert len(result["texts"]) == len(texts)
+    found = 0
+    pairs = loaded_date.tag(texts, None)
+    for text, item, tagged in zip(texts, result["texts"], pairs):
+        assert set(item) == {"text", "entities"}
+        assert item["text"] == text
+        position = 0
+        for entity in item["entities"]:
+            assert set(entity) == {"text", "class", "score", "beginOffset", "endOffset"}
+            begin, end = entity["beginOffset"], entity["endOffset"]
+            assert position <= begin < end <= len(text)
+            assert text[begin:end] == entity["text"]
+            assert entity["class"] in DATE_TYPES
+            assert 0.0 <= entity["score"] <= 1.0
+            position = end
+            found += 1
+        # the entities are those of the token labels, at the tokens' offsets
+        tokens, offsets = tokenize_with_offsets(text)
+        assert [t for t, _ in tagged] == tokens
+        expected = [(kind, offsets[a][0], offsets[b][1])
+                    for kind, a, b in evaluation.get_entities([label for _, label in tagged])]
+        assert [(e["class"], e["beginOffset"], e["endOffset"]) for e in item["entities"]] == expected
+    assert found >= len(texts)  # date strings: at least one entity per text on average
+
+
+def test_tag_tokens_json_joins_with_spaces(loaded_date, trained_date):
+    sequences = [list(x) for x in trained_date.x_eval[:5]]
+    result = loaded_date.tag(sequences, "json")
+    for tokens, item in zip(sequences, result["texts"]):
+        assert item["text"] == " ".join(tokens)
+        for entity in item["entities"]:
+            assert item["text"][entity["beginOffset"]:entity["endOffset"]] == entity["text"]
+
+
+def test_tag_tei_parses_as_xml(loaded_date, trained_date):
+    texts = raw_texts(trained_date, 10) + ["Tom & Jerry <b> 3 March 1999 \"quoted\""]
+    document = loaded_date.tag(texts, "TEI")
+    root = ElementTree.fromstring(document.encode("utf-8"))
+    assert root.tag == TEI_NS + "TEI"
+    paragraphs = root.findall(f"./{TEI_NS}text/{TEI_NS}body/{TEI_NS}p")
+    assert len(paragraphs) == len(texts)
+    entities = loaded_date.tag(texts, "json")["texts"]
+    for text, paragraph, item in zip(texts, paragraphs, entities):
+        assert "".join(paragraph.itertext()) == text  # the text is kept whole, markup added
+        rs = paragraph.findall(f"{TEI_NS}rs")
+        assert [(r.get("type"), r.text) for r in rs] == [(e["class"], e["text"])
+                                                         for e in item["entities"]]
+
+
+# -- tag: lengths, characters, edge cases ------------------------------------------------------
+def test_long_sequence_is_not_truncated(trained_date):
+    model = trained_date.load()
+    model.model_config.max_sequence_length = 50
+    base = [t for seq in trained_date.x_eval for t in seq]
+    tokens = (base * (700 // len(base) + 1))[:700]
+    result = model.tag([tokens, tokens[:60]], None)
+    assert len(result[0]) == 700
+    assert [t for t, _ in result[0]] == tokens
+    assert len(result[1]) == 60
+    labels = {label for _, label in result[0]}
+    assert labels <= set(model.p.label_vocabulary.labels)
+    # a date far past position 50 is still labelled as a date
+    assert any(label != "O" for _, label in result[0][600:])
+
+
+def test_unseen_characters_tag_without_error(loaded_date):
+    texts = ["2021年3月5日", "😀 March 😀 1999 🎉", "Ωμέγα 12 مارس २०२०", "\u00e9t\u0301e 1999 ℃"]
+    known = set(loaded_date.p.char_index)
+    assert any(c not in known for text in texts for c in text)
+    result = loaded_date.tag(texts, None)
+    for text, pairs in zip(texts, result):
+        assert [t for t, _ in pairs] == tokenize(text)
+        assert all(label in loaded_date.p.label_vocabulary.labels for _, label in pairs)
+    tokens = [["年", "😀"], ["ꙮ"]]
+    assert [len(p) for p in loaded_date.tag(tokens, None)] == [2, 1]
+    assert len(loaded_date.tag(texts, "json")["texts"]) == len(texts)
+
+
+def test_empty_inputs(loaded_date):
+    assert loaded_date.tag([], None) == []
+    assert loaded_date.tag([], "json")["texts"] == []
+    # texts without any token: nothing to label, and nothing crashes — even a batch of only those
+    result = loaded_date.tag([""] * 25 + ["   ", "March 2005"], None)
+    assert result[:26] == [[]] * 26
+    assert [t for t, _ in result[26]] == ["March", "2005"]
+    assert loaded_date.tag([[]], None) == [[]]
+    items = loaded_date.tag(["", "\u200b"], "json")["texts"]
+    assert [item["entities"] for item in items] == [[], []]
+
+
+def test_order_is_kept(loaded_date, trained_date):
+    rng = np.random.default_rng(5)
+    pool = [list(x) for x in trained_date.x_eval + trained_date.x_valid]
+    sequences = [pool[i] for i in rng.permutation(len(pool))[:40]]
+    assert len({len(s) for s in sequences}) > 3  # lengths vary, so batching reorders them
+    together = loaded_date.tag(sequences, None, batch_size=7)
+    one_by_one = [loaded_date.tag([s], None)[0] for s in sequences]
+    assert together == one_by_one
+    assert [[t for t, _ in pairs] for pairs in together] == sequences
+
+
+# -- tag_file -----------------------------------------------------------------------------------
+@pytest.fixture
+def text_file(tmp_path, trained_date):
+    lines = raw_texts(trained_date, 12)
+    content = []
+    for i, line in enumerate(lines):
+        content.append(line)
+        if i % 4 == 1:
+            content.append("")       # blank lines are skipped
+        if i % 5 == 2:
+            content.append("   \t")  # so are whitespace-only ones
+    path = tmp_path / "texts.txt"
+    path.write_text("\n".join(content) + "\n", encoding="utf-8")
+    return path, lines
+
+
+def test_tag_file_json_streams_valid_json(loaded_date, text_file, tmp_path, monkeypatch):
+    from delft.sequenceLabelling import wrapper
+
+    monkeypatch.setattr(wrapper, "TAG_FILE_CHUNK", 5)  # several chunks: the joins are exercised
+    path, lines = text_file
+    out = tmp_path / "out.json"
+    loaded_date.tag_file(str(path), "json", str(out))
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert {"software", "date", "model", "texts", "runtime"} <= set(result)
+    assert result["model"] == MODEL_NAME
+    assert [item["text"] for item in result["texts"]] == lines
+    expected = loaded_date.tag(lines, "json")["texts"]
+    for got, want in zip(result["texts"], expected):
+        assert [(e["class"], e["beginOffset"], e["endOffset"], e["text"]) for e in got["entities"]] \
+            == [(e["class"], e["beginOffset"], e["endOffset"], e["text"]) for e in want["entities"]]
+        assert [e["score"] for e in got["entities"]] == pytest.approx(
+            [e["score"] for e in want["entities"]], abs=2e-4)
+
+
+def test_tag_file_iob(loaded_date, text_file, tmp_path):
+    path, lines = text_file
+    out = tmp_path / "out.iob"
+    loaded_date.tag_file(str(path), "iob", str(out))
+    blocks = out.read_text(encoding="utf-8").strip("\n").split("\n\n")
+    assert len(blocks) == len(lines)
+    expected = loaded_date.tag(lines, None)
+    for block, line, pairs in zip(blocks, lines, expected):
+        rows = [row.split("\t") for row in block.split("\n")]
+        assert [r[0] for r in rows] == tokenize(line)
+        assert rows == [list(p) for p in pairs]
+
+
+def test_tag_file_crf_matrix(loaded_date, trained_date, tmp_path):
+    sequences = crf_sequences(trained_date.corpus_path, limit=25)
+    path = tmp_path / "matrix.crf"
+    path.write_text(unlabelled_matrix(sequences), encoding="utf-8")
+    out = tmp_path / "out.json"
+    loaded_date.tag_file(str(path), "json", str(out), input_format="crf")
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert [item["text"] for item in result["texts"]] == [
+        " ".join(line.split()[0] for line in seq) for seq in sequences]
+    out_iob = tmp_path / "out.iob"
+    loaded_date.tag_file(str(path), "iob", str(out_iob), input_format="crf")
+    blocks = out_iob.read_text(encoding="utf-8").strip("\n").split("\n\n")
+    assert [[row.split("\t")[0] for row in block.split("\n")] for block in blocks] == [
+        [line.split()[0] for line in seq] for seq in sequences]
+
+
+# -- training -----------------------------------------------------------------------------------
+def small(trained_date, n_train=60, n_valid=20):
+    return (trained_date.x_train[:n_train], trained_date.y_train[:n_train],
+            trained_date.x_valid[:n_valid], trained_date.y_valid[:n_valid])
+
+
+def test_seeded_training_is_repeatable(trained_date):
+    x, y, xv, yv = small(trained_date)
+
+    def run():
+        model = Sequence("date-seeded", max_epoch=2, batch_size=20, recurrent_dropout=0.0,
+                         seed=7, early_stop=False)
+        model.train(x, y, x_valid=xv, y_valid=yv)
+        return model
+
+    first, second = run(), run()
+    assert [r["loss"] for r in first.history] == [r["loss"] for r in second.history]
+    assert [r["val_f1"] for r in first.history] == [r["val_f1"] for r in second.history]
+    weights_a, weights_b = first.model.get_weights(), second.model.get_weights()
+    assert len(weights_a) == len(weights_b) > 0
+    for a, b in zip(weights_a, weights_b):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_history_best_val_f1_is_the_restored_model(trained_date):
+    model = trained_date.model
+    best = max(record["val_f1"] for record in model.history)
+    predicted = labels_of(model.tag(trained_date.x_valid, None))
+    recomputed = evaluation.f1_score([list(y) for y in trained_date.y_valid], predicted)
+    assert recomputed == pytest.approx(best, abs=1e-12)
+
+
+def test_early_stopping_restores_the_best_epoch(trained_date, monkeypatch):
+    """Validation F1 forced to drop after epoch 1: training stops and keeps epoch 1's weights."""
+    from delft.sequenceLabelling import trainer
+
+    x, y, xv, yv = small(trained_date)
+    model = Sequence("date-early", max_epoch=6, batch_size=20, recurrent_dropout=0.0, seed=2,
+                     patience=2, early_stop=True)
+    real_f1 = trainer.evaluation.f1_score
+    seen = []
+
+    def fake_f1(y_true, y_pred):
+        seen.append([w.copy() for w in model.model.get_weights()])  # this epoch's weights
+        value = real_f1(y_true, y_pred)
+        return value if len(seen) == 1 else value - 1.0  # every later epoch looks worse
+
+    monkeypatch.setattr(trainer.evaluation, "f1_score", fake_f1)
+    model.train(x, y, x_valid=xv, y_valid=yv)
+    monkeypatch.undo()
+    assert len(model.history) == 3  # epoch 1 best, then `patience` epochs without progress
+    assert len(seen) == 3
+    final = model.model.get_weights()
+    for restored, best in zip(final, seen[0]):
+        np.testing.assert_array_equal(restored, best)
+    assert any(not np.array_equal(a, b) for a, b in zip(final, seen[-1]))
+
+
+def test_nfold_validates_every_sequence_once(trained_date, monkeypatch):
+    x, y = trained_date.x_train[:61], trained_date.y_train[:61]  # 61: not a multiple of 3
+    model = Sequence("date-nfold", max_epoch=1, batch_size=30, recurrent_dropout=0.0, seed=1,
+                     fold_number=3)
+    calls = []
+    original = model.train
+
+    def recording_train(x_train, y_train, f_train=None, x_valid=None, y_valid=None, *a, **k):
+        calls.append(([tuple(s) for s in x_train], [tuple(s) for s in x_valid],
+                      [tuple(s) for s in y_valid]))
+        return original(x_train, y_train, f_train, x_valid, y_valid, *a, **k)
+
+    monkeypatch.setattr(model, "train", recording_train)
+    model.train_nfold(x, y)
+    everything = Counter(tuple(s) for s in x)
+    assert len(calls) == 3
+    validated = Counter()
+    for kept, held_out, held_labels in calls:
+        assert len(kept) + len(held_out) == len(x)
+        assert Counter(kept) + Counter(held_out) == everything
+        assert sorted(map(len, held_labels)) == sorted(map(len, held_out))
+        validated += Counter(held_out)
+    assert validated == everything  # every sequence validated exactly once, none dropped
+    assert sorted(len(c[1]) for c in calls) == [20, 20, 21]
+    assert len(model.models) == 3
+    assert len({id(m) for m, _ in model.models}) == 3
+    scores = model.eval(trained_date.x_eval, trained_date.y_eval)
+    assert len(scores["folds"]) == 3
+    f1s = [fold["micro"]["f1"] for fold in scores["folds"]]
+    assert all(0.0 <= f <= 1.0 for f in f1s)
+    assert scores["micro_f1_mean"] == pytest.approx(float(np.mean(f1s)))
+    assert scores["best_fold"] == int(np.argmax(f1s))
+    tagged = model.tag(trained_date.x_eval[:3], None)
+    assert [len(p) for p in tagged] == [len(s) for s in trained_date.x_eval[:3]]
+
+
+def test_incremental_training_grows_the_model(trained_date, tmp_path):
+    model = Sequence(MODEL_NAME, max_epoch=1, batch_size=20, recurrent_dropout=0.0, seed=3)
+    model.load(dir_path=str(trained_date.models_dir))
+    old_labels = list(model.p.label_vocabulary.labels)
+    old_chars = dict(model.p.char_index)
+    new_chars = ["ǂ", "ʬ", "ꙮ"]
+    assert not set(new_chars) & set(old_chars)
+    x = [list(s) for s in trained_date.x_train[:40]]
+    y = [list(s) for s in trained_date.y_train[:40]]
+    x += [["Summer", "ǂ2020"], ["ʬꙮ", "Winter", "1999"], ["Spring", "2001"]]
+    y += [["B-<season>", "B-<year>"], ["O", "B-<season>", "B-<year>"], ["B-<season>", "I-<season>"]]
+    model.train(x, y, incremental=True)
+    assert model.p.num_labels == len(old_labels) + 2
+    assert model.p.label_vocabulary.labels[:len(old_labels)] == old_labels
+    assert model.p.char_vocab_size == len(old_chars) + 3
+    assert all(model.p.char_index[c] == i for c, i in old_chars.items())
+    result = model.tag(trained_date.x_eval, None)
+    assert token_accuracy(result, trained_date.y_eval) > 0.8  # still tags the old labels
+    assert {"B-<day>", "B-<month>", "B-<year>"} <= {l for pairs in result for _, l in pairs}
+    assert [t for t, _ in model.tag([["ꙮ", "ǂ", "2020"]], None)[0]] == ["ꙮ", "ǂ", "2020"]
+    # the grown model is consistent on disk too
+    model.save(str(tmp_path))
+    again = Sequence(MODEL_NAME).load(dir_path=str(tmp_path))
+    assert again.p.num_labels == model.p.num_labels
+    assert again.tag(trained_date.x_eval[:10], None) == model.tag(trained_date.x_eval[:10], None)
+
+
+def test_positional_train_and_softmax_bidlstm(trained_date):
+    """GROBID calls train(x_train, y_train, x_valid, y_valid) positionally (here with BidLSTM,
+    and GROBID's recurrent_dropout=0.5, which runs Keras' generic, non-fused LSTM)."""
+    x, y, xv, yv = small(trained_date)
+    model = Sequence("date-BidLSTM", architecture="BidLSTM", max_epoch=2, batch_size=20,
+                     recurrent_dropout=0.5, seed=1)
+    model.train(x, y, xv, yv)
+    assert len(model.history) == 2
+    assert all("val_f1" in record for record in model.history)  # the 3rd argument validated
+    assert all(math.isfinite(record["loss"]) for record in model.history)
+    result = model.tag(trained_date.x_eval[:10], None)
+    assert [[t for t, _ in p] for p in result] == [list(s) for s in trained_date.x_eval[:10]]
+    assert {l for p in result for _, l in p} <= set(model.p.label_vocabulary.labels)
+    scores = model.eval(trained_date.x_eval[:10], trained_date.y_eval[:10])
+    assert 0.0 <= scores["micro"]["f1"] <= 1.0
+    # a batch of texts without tokens never reaches that LSTM (a zero-step loop TF cannot run)
+    assert model.tag([[]], None) == [[]]
+    assert model.tag(["", " ", "June 2005"], None)[:2] == [[], []]
+
+
+def test_features_architecture_trains_and_tags(trained_date, tmp_path):
+    from delft.sequenceLabelling.reader import load_data_crf_string
+
+    n, m = 60, 20
+    model = Sequence("date-BidLSTM_CRF_FEATURES", architecture="BidLSTM_CRF_FEATURES",
+                     max_epoch=2, batch_size=20, recurrent_dropout=0.0, seed=1)
+    model.train(trained_date.x_train[:n], trained_date.y_train[:n], trained_date.f_train[:n],
+                trained_date.x_valid[:m], trained_date.y_valid[:m], trained_date.f_valid[:m])
+    assert model.p.features_indices and model.p.feature_index
+    assert all("val_f1" in record for record in model.history)
+    x_eval, f_eval = trained_date.x_eval[:10], trained_date.f_eval[:10]
+    result = model.tag(x_eval, None, features=f_eval)
+    assert [[t for t, _ in p] for p in result] == [list(s) for s in x_eval]
+    with pytest.raises(ValueError, match="features"):
+        model.tag(x_eval, None)
+    # GROBID's path for a features model: load, read the matrix, tag with features=f_all
+    model.save(str(tmp_path))
+    loaded = Sequence("date-BidLSTM_CRF_FEATURES")
+    loaded.load(dir_path=str(tmp_path))
+    sequences = crf_sequences(trained_date.corpus_path, limit=15)
+    x_all, f_all = load_data_crf_string(unlabelled_matrix(sequences))
+    assert loaded.tag(x_all, None, features=f_all) == model.tag(x_all, None, features=f_all)
