@@ -297,6 +297,6 @@ def test_docstring_examples():
 def test_module_imports_neither_tensorflow_nor_seqeval():
     env = {key: value for key, value in os.environ.items() if key != "DELFT_CPU_REPLICAS"}
     code = ("import sys, delft.sequenceLabelling.evaluation; "
-            "assert not {'tensorflow', 'seqeval', 'numpy'} & set(sys.modules), sorted(sys.modules)")
+            "assert not {'tensorflow', 'seqeval'} & set(sys.modules), sorted(sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True, env=env,
                    cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
