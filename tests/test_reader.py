@@ -434,3 +434,22 @@ def test_real_toxic_train():
     assert labels.count("B-<insult>") == 7 and labels.count("B-<threat>") == 5
     assert set(labels) == {"O", "B-<insult>", "I-<insult>", "B-<threat>"}
     assert list(zip(x[0], y[0]))[9:11] == [("moronic", "B-<insult>"), ("wimp", "I-<insult>")]
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_iter_data_crf_file_streams_the_same_sequences_in_chunks(tmp_path, compress):
+    path = real_file(DATE_TRAIN)
+    whole_x, whole_f = reader.load_data_crf_file(path)
+    copy = tmp_path / ("date.crf.gz" if compress else "date.crf")
+    write(copy, path.read_bytes(), compress)
+    chunks = list(reader.iter_data_crf_file(copy, chunk_size=100))
+    assert [len(x) for x, _ in chunks] == [100] * 6 + [len(whole_x) - 600]
+    assert as_lists(np.concatenate([x for x, _ in chunks])) == as_lists(whole_x)
+    assert as_lists(np.concatenate([f for _, f in chunks])) == as_lists(whole_f)
+
+
+def test_iter_data_crf_file_error_names_file_and_line(tmp_path):
+    path = tmp_path / "bad.crf"
+    path.write_bytes(b"a x y\nb x y\n\nc x\n\nd x y\ne x\n")
+    with pytest.raises(DataFormatError, match=r"bad\.crf:7:"):
+        list(reader.iter_data_crf_file(path, chunk_size=1))

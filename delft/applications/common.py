@@ -102,6 +102,21 @@ def run_action(args, model_name, data, sequence_kwargs, load_tag_input):
             load_tag_input(model)
 
 
+TRANSFORMER_MAX_LENGTH = 512
+
+
+def model_options(args, rnn_defaults, transformer_defaults):
+    """``Sequence`` arguments with the defaults of the architecture's family (transformers capped
+    at their 512-subtoken limit)."""
+    from delft.sequenceLabelling.models import architecture_family
+
+    uses_transformer = architecture_family(args.architecture) == "transformer"
+    kwargs = sequence_options(args, transformer_defaults if uses_transformer else rnn_defaults)
+    if uses_transformer:
+        kwargs["max_sequence_length"] = min(kwargs["max_sequence_length"], TRANSFORMER_MAX_LENGTH)
+    return kwargs
+
+
 def sequence_options(args, defaults):
     """``Sequence`` keyword arguments: the options given, else the per-model ``defaults``."""
     def pick(value, key, fallback):

@@ -24,13 +24,12 @@ RNN_DEFAULTS = {"date": (60, 50), "citation": (30, 500), "header": (9, 2500, 80)
                 "affiliation-address": (20, 600), "reference-segmenter": (5, 3000)}
 TRANSFORMER_DEFAULTS = {"date": (80, 30), "citation": (20, 200), "header": (6, 512),
                         "affiliation-address": (20, 200)}
-TRANSFORMER_MAX_LENGTH = 512
 DATA_DIR = os.path.join("data", "sequenceLabelling", "grobid")
 
 
 def model_defaults(model, uses_transformer):
     table = TRANSFORMER_DEFAULTS if uses_transformer else RNN_DEFAULTS
-    values = table.get(model, (20, TRANSFORMER_MAX_LENGTH if uses_transformer else 3000))
+    values = table.get(model, (20, common.TRANSFORMER_MAX_LENGTH if uses_transformer else 3000))
     defaults = {"batch_size": values[0], "max_sequence_length": values[1]}
     if len(values) > 2:
         defaults["max_epoch"] = values[2]
@@ -56,14 +55,10 @@ def parser():
 @common.user_errors_are_one_line
 def main(argv=None):
     args = parser().parse_args(argv)
-    from delft.sequenceLabelling.models import architecture_family
     from delft.sequenceLabelling.reader import load_data_and_labels_crf_file
 
-    uses_transformer = architecture_family(args.architecture) == "transformer"
-    defaults = model_defaults(args.model, uses_transformer)
-    kwargs = common.sequence_options(args, defaults)
-    if uses_transformer:
-        kwargs["max_sequence_length"] = min(kwargs["max_sequence_length"], TRANSFORMER_MAX_LENGTH)
+    kwargs = common.model_options(args, model_defaults(args.model, False),
+                                  model_defaults(args.model, True))
     model_name = f"grobid-{args.model}-{args.architecture}"
     input_path = args.input
 

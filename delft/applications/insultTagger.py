@@ -76,10 +76,7 @@ def parser():
 @common.user_errors_are_one_line
 def main(argv=None):
     args = parser().parse_args(argv)
-    from delft.sequenceLabelling.models import architecture_family
-
-    uses_transformer = architecture_family(args.architecture) == "transformer"
-    kwargs = common.sequence_options(args, TRANSFORMER_DEFAULTS if uses_transformer else RNN_DEFAULTS)
+    kwargs = common.model_options(args, RNN_DEFAULTS, TRANSFORMER_DEFAULTS)
     model_name = f"insult-{args.architecture}"
 
     sets = {}

@@ -33,7 +33,6 @@ DATASET_TYPES = ["conll2003", "conll2012", "ontonotes"]
 # DeLFT's nerTagger defaults: batch 32, max length 300, 50 epochs, patience 5 (transformers 150/15)
 RNN_DEFAULTS = {"batch_size": 32, "max_sequence_length": 300, "max_epoch": 50, "patience": 5}
 TRANSFORMER_DEFAULTS = {"batch_size": 32, "max_sequence_length": 150, "max_epoch": 15, "patience": 5}
-TRANSFORMER_MAX_LENGTH = 512
 
 
 def existing_path(path, option, folder_allowed=False):
@@ -163,12 +162,7 @@ def parser():
 @common.user_errors_are_one_line
 def main(argv=None):
     args = parser().parse_args(argv)
-    from delft.sequenceLabelling.models import architecture_family
-
-    uses_transformer = architecture_family(args.architecture) == "transformer"
-    kwargs = common.sequence_options(args, TRANSFORMER_DEFAULTS if uses_transformer else RNN_DEFAULTS)
-    if uses_transformer:
-        kwargs["max_sequence_length"] = min(kwargs["max_sequence_length"], TRANSFORMER_MAX_LENGTH)
+    kwargs = common.model_options(args, RNN_DEFAULTS, TRANSFORMER_DEFAULTS)
     if args.train_with_validation_set:
         kwargs["early_stop"] = False
     model_name = f"ner-{args.lang}-{args.dataset_type}-{args.architecture}"

@@ -157,16 +157,21 @@ def _blank_lines_starting_with(lines, prefix):
 
 
 def _read_column_sequences(lines, source, min_columns):
+    """All the sequences of :func:`_iter_column_sequences`, as a list."""
+    return list(_iter_column_sequences(lines, source, min_columns))
+
+
+def _iter_column_sequences(lines, source, min_columns):
     """Split whitespace-separated column lines into sequences of rows, checking the column counts.
 
     Blank or whitespace-only lines separate sequences. Splitting on whitespace also drops the ``\\r`` of
-    CRLF line ends, so CRLF and LF files read the same. Returns ``(first_line_number, rows)`` pairs; the
+    CRLF line ends, so CRLF and LF files read the same. Yields ``(first_line_number, rows)`` pairs; the
     rows of a sequence are on consecutive lines.
 
-    >>> _read_column_sequences(["a 1 X", "b 2 Y\\r", " ", "c 3 Z"], "<doc>", 2)
+    >>> list(_iter_column_sequences(["a 1 X", "b 2 Y\\r", " ", "c 3 Z"], "<doc>", 2))
     [(1, [['a', '1', 'X'], ['b', '2', 'Y']]), (4, [['c', '3', 'Z']])]
     """
-    sequences = []
+    found = False
     rows = []
     first_line = width = None
     for line_number, line in enumerate(lines, start=1):
@@ -175,7 +180,8 @@ def _read_column_sequences(lines, source, min_columns):
         columns = line.split()
         if not columns:
             if rows:
-                sequences.append((first_line, rows))
+                found = True
+                yield first_line, rows
                 rows = []
             continue
         if not rows:
@@ -190,10 +196,9 @@ def _read_column_sequences(lines, source, min_columns):
                                   f"{first_line} has {width}")
         rows.append(columns)
     if rows:
-        sequences.append((first_line, rows))
-    if not sequences:
+        yield first_line, rows
+    elif not found:
         raise DataFormatError(source, None, "empty: no sequence found")
-    return sequences
 
 
 def _labelled_crf(lines, source):
@@ -205,9 +210,13 @@ def _labelled_crf(lines, source):
 
 
 def _unlabelled_crf(lines, source):
-    sequences = _read_column_sequences(lines, source, min_columns=1)
-    x = [[row[0] for row in rows] for _, rows in sequences]
-    f = [[row[1:] for row in rows] for _, rows in sequences]
+    return _unlabelled_columns([rows for _, rows in
+                                _iter_column_sequences(lines, source, min_columns=1)])
+
+
+def _unlabelled_columns(sequences):
+    x = [[row[0] for row in rows] for rows in sequences]
+    f = [[row[1:] for row in rows] for rows in sequences]
     return _object_array(x), _object_array(f)
 
 
@@ -241,6 +250,30 @@ def load_data_crf_file(filepath):
     """Tokens and features ``(x, f)`` of an unlabelled GROBID matrix file: every column after the token
     is a feature."""
     return _unlabelled_crf(_read_lines(filepath), str(filepath))
+
+
+def iter_data_crf_file(filepath, chunk_size=5000):
+    """Stream ``(x, f)`` chunks of at most ``chunk_size`` sequences of an unlabelled GROBID matrix file.
+
+    The file is read line by line (plain or ``.gz``), so a file of any size is tagged in bounded
+    memory; errors name the file and the line as the other readers do.
+    """
+    source = str(filepath)
+    opener = gzip.open if source.endswith(".gz") else open
+    chunk = []
+    try:
+        with opener(filepath, "rb") as stream:
+            for _, rows in _iter_column_sequences(_decoded_lines(stream, source), source, 1):
+                chunk.append(rows)
+                if len(chunk) == chunk_size:
+                    yield _unlabelled_columns(chunk)
+                    chunk = []
+    except (OSError, EOFError, zlib.error) as error:
+        if isinstance(error, (FileNotFoundError, PermissionError, IsADirectoryError)):
+            raise
+        raise DataFormatError(source, None, f"not a readable gzip file ({error})") from None
+    if chunk:
+        yield _unlabelled_columns(chunk)
 
 
 def load_data_crf_content(the_file, source=None):

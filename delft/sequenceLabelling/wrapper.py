@@ -398,9 +398,8 @@ def _replace_directory(staging, target):
 
 def _chunks(path, input_format, reader):
     if input_format == "crf":
-        x, features = reader.load_data_crf_file(path)
-        for start in range(0, len(x), TAG_FILE_CHUNK):
-            yield list(x[start:start + TAG_FILE_CHUNK]), list(features[start:start + TAG_FILE_CHUNK])
+        for x, features in reader.iter_data_crf_file(path, TAG_FILE_CHUNK):
+            yield list(x), list(features)
         return
     texts = []
     with open(path, encoding="utf-8") as stream:
