@@ -10,6 +10,7 @@ setup(
     python_requires=">=3.10,<3.13",
     packages=find_packages(include=["delft", "delft.*"]),
     package_data={"delft": ["resources/*.json"]},
+    include_package_data=True,
     install_requires=[
         "tensorflow==2.21.0",
         "keras==3.15.1",

@@ -134,6 +134,8 @@ class Preprocessor:
         self.max_sequence_length = max_sequence_length
         self.char_index = {"<PAD>": PAD_INDEX, "<UNK>": UNKNOWN_INDEX}
         self.feature_index: List[dict] = []
+        self.word_index = {}
+        self.word_vectors = None  # the embedding matrix, only between fit and model build
         self.label_vocabulary = LabelVocabulary()
 
     # -- vocabularies -------------------------------------------------------------------------
@@ -146,6 +148,23 @@ class Preprocessor:
         if features is not None and len(features) and self.uses_features(features):
             self._fit_features(features)
         return {"chars": new_chars, "labels": new_labels}
+
+    def fit_word_vectors(self, vectors):
+        """Index the words of ``{word: vector}``; rows 0 (padding) and 1 (unknown) are zeros."""
+        words = sorted(vectors)
+        self.word_index = {word: i + 2 for i, word in enumerate(words)}
+        dimension = len(next(iter(vectors.values()))) if vectors else 0
+        self.word_vectors = np.zeros((len(words) + 2, dimension), dtype=np.float32)
+        for word, row in self.word_index.items():
+            self.word_vectors[row] = vectors[word]
+
+    def word_lookup_keys(self, x):
+        """The strings whose vectors tagging may look up: each token and its lowercase form."""
+        return {key for seq in x for token in seq for key in (token, token.lower())}
+
+    @property
+    def word_vocab_size(self):
+        return len(self.word_index) + 2 if self.word_index else 0
 
     @staticmethod
     def uses_features(features):
@@ -211,6 +230,12 @@ class Preprocessor:
             lengths, window_size)
         data = {"token_rows": token_rows, "char_table": char_table,
                 "char_lengths": (char_table > 0).sum(axis=1)}
+        if self.word_index:
+            word_table = np.zeros(len(token_index) + 1, dtype=np.int32)
+            for token, row in token_index.items():
+                word_table[row] = self.word_index.get(
+                    token, self.word_index.get(token.lower(), UNKNOWN_INDEX))
+            data["word_table"] = word_table
         if self.feature_index:
             if features is None:
                 raise ValueError("this model was trained with features: pass features=")
@@ -240,6 +265,8 @@ class Preprocessor:
         char_width = max(int(corpus.data["char_lengths"][tokens].max()) if tokens.size else 0, 1)
         batch = {"chars": corpus.data["char_table"][tokens, :char_width],
                  "lengths": lengths.astype(np.int32)}
+        if "word_table" in corpus.data:
+            batch["words"] = corpus.data["word_table"][tokens]
         if "features" in corpus.data:
             batch["features"] = self._pad_rows(corpus, rows, corpus.data["features"], width,
                                                (len(self.features_indices),))
@@ -260,6 +287,8 @@ class Preprocessor:
 
         signature = {"chars": tf.TensorSpec([None, None, None], tf.int32),
                      "lengths": tf.TensorSpec([None], tf.int32)}
+        if self.word_index:
+            signature["words"] = tf.TensorSpec([None, None], tf.int32)
         if self.feature_index:
             signature["features"] = tf.TensorSpec([None, None, len(self.features_indices)],
                                                   tf.int32)
@@ -273,6 +302,7 @@ class Preprocessor:
                 "features_indices": self.features_indices,
                 "max_sequence_length": self.max_sequence_length,
                 "char_index": self.char_index, "feature_index": self.feature_index,
+                "word_index": self.word_index,
                 "labels": self.label_vocabulary.labels}
 
     @classmethod
@@ -281,6 +311,7 @@ class Preprocessor:
                 values.get("max_sequence_length"))
         p.char_index = dict(values["char_index"])
         p.feature_index = [dict(v) for v in values.get("feature_index", [])]
+        p.word_index = dict(values.get("word_index", {}))
         p.label_vocabulary = LabelVocabulary(values["labels"])
         return p
 
@@ -297,8 +328,13 @@ def load_preprocessor(path):
     try:
         with open(path, encoding="utf-8") as stream:
             values = json.load(stream)
-        return PREPROCESSORS[values.get("kind", "bilstm")].from_dict(values)
+        kind = values.get("kind", "bilstm")
+        if kind == "transformer" and kind not in PREPROCESSORS:
+            from delft.sequenceLabelling.models.transformer import TransformerPreprocessor
+
+            PREPROCESSORS[kind] = TransformerPreprocessor
+        return PREPROCESSORS[kind].from_dict(values)
     except FileNotFoundError:
         raise ModelLoadError(f"{path}: missing preprocessor file") from None
-    except (ValueError, KeyError, TypeError) as error:
+    except (ValueError, KeyError, TypeError, AttributeError) as error:  # AttributeError: not an object
         raise ModelLoadError(f"{path}: corrupt preprocessor file ({error})") from None

@@ -54,10 +54,6 @@ class Sequence:
         architecture_family(architecture)
         if use_ELMo:
             raise ConfigurationError("ELMo is not supported: use a transformer (--transformer)")
-        if embeddings_name:
-            raise ConfigurationError(
-                f"word embeddings {embeddings_name!r} are not available offline: train char-only "
-                "(no --embedding) or with a local transformer (--transformer DIR)")
         self.model_config = ModelConfig(
             model_name=model_name or architecture, architecture=architecture,
             embeddings_name=embeddings_name, char_emb_size=char_emb_size,
@@ -141,6 +137,7 @@ class Sequence:
         else:
             self.p = self._new_preprocessor()
             self.p.fit(x_train, y_train, f_train)
+            self._fit_word_embeddings(x_train, x_valid)
             self.model = self._build(strategy, self.p)
         self._predictors = {}
         train_corpus = self._encode_for_training(x_train, f_train)
@@ -155,6 +152,24 @@ class Sequence:
         self.history = trainer.train(train_corpus, train_labels, valid_corpus, valid_labels)
         print(f"training runtime: {time.perf_counter() - start:.1f} s", flush=True)
         self.models = [self.model]
+
+    def _fit_word_embeddings(self, *corpora):
+        """Keep the vectors of the words the data uses (training and validation)."""
+        if not self.model_config.embeddings_name:
+            return
+        if self.uses_transformer:
+            raise ConfigurationError("static word embeddings go with the BiLSTM family only")
+        from delft.utilities.embeddings import load_word_vectors, resolve_embeddings
+
+        path = resolve_embeddings(self.model_config.embeddings_name)
+        keys = set().union(*(self.p.word_lookup_keys(x) for x in corpora if x is not None))
+        vectors = load_word_vectors(path, keys)
+        if not vectors:
+            raise ConfigurationError(f"{path}: none of the corpus words has a vector")
+        self.p.fit_word_vectors(vectors)
+        self.model_config.word_embedding_size = self.p.word_vectors.shape[1]
+        print(f"word embeddings {path}: {len(vectors)} of {len(keys)} token forms found",
+              flush=True)
 
     def _encode_for_training(self, x, features):
         size = None if self.uses_transformer else self.model_config.max_sequence_length
