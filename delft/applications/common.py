@@ -33,6 +33,9 @@ def add_common_options(parser, architecture_default="BidLSTM_CRF"):
     parser.add_argument("--learning-rate", type=float, default=None)
     parser.add_argument("--max-epoch", type=int, default=None)
     parser.add_argument("--recurrent-dropout", type=float, default=None)
+    parser.add_argument("--lr-schedule", default="plateau", choices=["plateau", "exponential"],
+                        help="reduce the learning rate on a validation plateau (DeLFT 1.2) or "
+                             "every epoch (DeLFT 0.4.6); factor 0.9")
     parser.add_argument("--early-stop", dest="early_stop", action="store_true", default=True)
     parser.add_argument("--no-early-stop", dest="early_stop", action="store_false")
     parser.add_argument("--multi-gpu", action="store_true",
@@ -130,7 +133,8 @@ def sequence_options(args, defaults):
                 patience=pick(args.patience, "patience", 5),
                 recurrent_dropout=pick(args.recurrent_dropout, "recurrent_dropout", 0.0),
                 learning_rate=args.learning_rate, early_stop=args.early_stop,
-                fold_number=args.fold_count, seed=args.seed, window_stride=args.window_stride)
+                fold_number=args.fold_count, seed=args.seed, window_stride=args.window_stride,
+                lr_schedule=args.lr_schedule)
 
 
 def user_errors_are_one_line(main):

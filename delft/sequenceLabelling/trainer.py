@@ -125,6 +125,8 @@ class Trainer:
             record["seconds"] = time.perf_counter() - start
             self.history.append(record)
             print(_format_epoch(record, config.max_epoch), flush=True)
+            if config.lr_schedule == "exponential" and not self.uses_transformer:
+                self.optimizer.learning_rate.assign(self.optimizer.learning_rate * config.lr_decay)
             if valid_corpus is None:
                 continue
             if record["val_f1"] > best_f1:

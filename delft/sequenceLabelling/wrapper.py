@@ -52,6 +52,8 @@ class Sequence:
                  lr_schedule="plateau", model_type=None):
         architecture = model_type or architecture
         architecture_family(architecture)
+        if lr_schedule not in ("plateau", "exponential"):
+            raise ConfigurationError(f"lr_schedule must be 'plateau' or 'exponential', not {lr_schedule!r}")
         if use_ELMo:
             raise ConfigurationError("ELMo is not supported: use a transformer (--transformer)")
         self.model_config = ModelConfig(
