@@ -104,7 +104,7 @@ def test_default_strategy_yields_every_row_once_with_its_index(corpus):
     strategy = tf.distribute.get_strategy()
     batches = length_bucketed_batches(encoded.row_length, 5)
     seen = []
-    for batch, element in zip(batches, distributed_dataset(strategy, p, encoded, batches, labels)):
+    for batch, element in zip(batches, distributed_dataset(strategy, p, encoded, lambda: batches, labels)):
         index = element["index"].numpy()
         assert index.tolist() == batch.tolist()
         assert element["weights"].numpy().tolist() == [1.0] * len(batch)
@@ -141,7 +141,7 @@ def test_replica_slices_cover_rows_and_pad_empty_ones(corpus, replicas, pipeline
     # a last batch of 1 row: the other replicas have nothing
     batches = length_bucketed_batches(encoded.row_length, 11)
     assert len(batches[-1]) < replicas
-    per_pipeline = distributed_dataset(FakeStrategy(replicas, pipelines), p, encoded, batches,
+    per_pipeline = distributed_dataset(FakeStrategy(replicas, pipelines), p, encoded, lambda: batches,
                                        labels)
     assert len(per_pipeline) == pipelines
     local = replicas // pipelines
@@ -183,7 +183,7 @@ def test_two_cpu_replicas_in_a_subprocess(tmp_path):
         corpus = p.encode(x)
         batches = length_bucketed_batches(corpus.row_length, 2)
         found = []
-        for element in distributed_dataset(strategy, p, corpus, batches):
+        for element in distributed_dataset(strategy, p, corpus, lambda: batches):
             found.append([[strategy.experimental_local_results(element[k])[r].numpy().tolist()
                            for k in ("index", "weights")] for r in range(2)])
         json.dump({{"replicas": strategy.num_replicas_in_sync, "found": found}}, open({str(out)!r}, "w"))

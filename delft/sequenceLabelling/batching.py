@@ -40,6 +40,17 @@ def length_bucketed_batches(lengths, batch_size, rng=None):
     return [batches[i] for i in rng.permutation(len(batches))]
 
 
+def batches_per_epoch(num_rows, batch_size):
+    """How many batches :func:`length_bucketed_batches` makes of ``num_rows`` rows (with rng).
+
+    >>> batches_per_epoch(3100, 60), len(length_bucketed_batches(np.ones(3100), 60, np.random.default_rng(0)))
+    (52, 52)
+    """
+    pool = batch_size * POOL_BATCHES
+    full, rest = divmod(num_rows, pool)
+    return full * POOL_BATCHES + math.ceil(rest / batch_size)
+
+
 def replica_bounds(num_examples, num_replicas):
     """Contiguous ``(start, end)`` slices of a global batch, one per replica, sizes within one.
 
@@ -66,7 +77,11 @@ def global_batch_size(batch_size, num_replicas):
 
 
 def distributed_dataset(strategy, preprocessor, corpus, batches, label_ids=None):
-    """A distributed tf.data dataset: each global batch of ``batches`` becomes one step."""
+    """A distributed tf.data dataset: each global batch that ``batches()`` yields becomes one step.
+
+    ``batches`` is called when the dataset is iterated; it may yield forever (epoch after epoch,
+    or the same validation batches again), so that one iterator serves a whole training run.
+    """
     num_replicas = strategy.num_replicas_in_sync
     signature = dict(preprocessor.batch_signature(label_ids is not None),
                      index=tf.TensorSpec([None], tf.int32),
@@ -78,7 +93,7 @@ def distributed_dataset(strategy, preprocessor, corpus, batches, label_ids=None)
         first = input_context.input_pipeline_id * local_replicas
 
         def slices():
-            for rows in batches:
+            for rows in batches():
                 batch = preprocessor.padded_batch(corpus, rows, label_ids)
                 batch["index"] = rows.astype(np.int32)
                 batch["weights"] = np.ones(len(rows), dtype=np.float32)

@@ -4,6 +4,8 @@ Rows are sorted by length into batches (little padding), each global batch is sp
 strategy's replicas, and the labels gathered back are put in input order by the row index every
 slice carries, so the output is the same on 1 or N devices.
 """
+import itertools
+
 import numpy as np
 import tensorflow as tf
 
@@ -32,17 +34,29 @@ class Predictor:
 
     def predict(self, corpus, batch_size):
         """Per input sequence: label ids (int32) and confidences (float32), every word labelled."""
+        return self.repeatable(corpus, batch_size)()
+
+    def repeatable(self, corpus, batch_size):
+        """A function predicting ``corpus`` at each call, on one dataset iterator made once.
+
+        Validation predicts the same rows every epoch: reusing the iterator saves building a
+        tf.data pipeline each time.
+        """
         batch_size = global_batch_size(batch_size, self.strategy.num_replicas_in_sync)
         # a row without tokens (a text with no token) has nothing to label, and a batch made only
         # of such rows would be a zero-step RNN, which TF cannot run: they never reach the model
         filled = np.flatnonzero(corpus.row_length > 0)
         batches = [filled[rows] for rows in
                    length_bucketed_batches(corpus.row_length[filled], batch_size)]
+        iterator = iter(distributed_dataset(self.strategy, self.preprocessor, corpus,
+                                            lambda: itertools.cycle(batches)))
+        return lambda: self._collect(corpus, len(batches), iterator)
+
+    def _collect(self, corpus, steps, iterator):
         row_tags = [np.zeros(0, np.int32)] * corpus.num_rows
         row_scores = [np.zeros(0, np.float32)] * corpus.num_rows
-        iterator = iter(distributed_dataset(self.strategy, self.preprocessor, corpus, batches))
         lengths = corpus.row_length
-        for _ in batches:
+        for _ in range(steps):
             tags, scores, index = (value.numpy() for value in self._step(iterator))
             for i, row in enumerate(index):
                 if row >= 0:

@@ -5,7 +5,6 @@ loss is its rows' summed negative log-likelihood divided by the *global* batch s
 summed across replicas, clipped by their global norm, and applied once (see doc/multi-gpu.md).
 """
 import logging
-import math
 import sys
 import time
 
@@ -14,8 +13,8 @@ import numpy as np
 import tensorflow as tf
 
 from delft.sequenceLabelling import evaluation
-from delft.sequenceLabelling.batching import (distributed_dataset, global_batch_size,
-                                              length_bucketed_batches)
+from delft.sequenceLabelling.batching import (batches_per_epoch, distributed_dataset,
+                                              global_batch_size, length_bucketed_batches)
 from delft.sequenceLabelling.tagger import Predictor
 
 logger = logging.getLogger(__name__)
@@ -83,8 +82,11 @@ class Trainer:
         return loss
 
     def _distributed_train_step(self, iterator):
-        losses = self.strategy.run(self._replica_step, args=(next(iterator),))
-        return self.strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+        batch = next(iterator)
+        losses = self.strategy.run(self._replica_step, args=(batch,))
+        rows = self.strategy.run(lambda b: tf.reduce_sum(b["weights"]), args=(batch,))
+        return (self.strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None),
+                self.strategy.reduce(tf.distribute.ReduceOp.SUM, rows, axis=None))
 
     def build_optimizer(self, steps_per_epoch):
         with self.strategy.scope():
@@ -98,28 +100,34 @@ class Trainer:
         config = self.config
         batch_size = global_batch_size(config.batch_size, self.strategy.num_replicas_in_sync)
         rng = np.random.default_rng(config.seed)
-        steps = math.ceil(train_corpus.num_rows / batch_size)
+        steps = batches_per_epoch(train_corpus.num_rows, batch_size)
         if self.optimizer is None:
             self.build_optimizer(steps)
-        predictor = Predictor(self.model, self.preprocessor, self.strategy)
-        valid_truth = (None if valid_corpus is None else
-                       [self.preprocessor.decode_labels(ids) for ids in valid_labels])
+
+        def epochs():
+            while True:
+                yield from length_bucketed_batches(train_corpus.row_length, batch_size, rng)
+
+        # one iterator for the whole run: no tf.data pipeline to build per epoch
+        iterator = iter(distributed_dataset(self.strategy, self.preprocessor, train_corpus,
+                                            epochs, train_labels))
+        if valid_corpus is not None:
+            predict_valid = Predictor(self.model, self.preprocessor,
+                                      self.strategy).repeatable(valid_corpus, batch_size)
+            valid_truth = [self.preprocessor.decode_labels(ids) for ids in valid_labels]
         best_f1, best_epoch, best_weights, wait, plateau_wait = -1.0, 0, None, 0, 0
         for epoch in range(1, config.max_epoch + 1):
             start = time.perf_counter()
-            batches = length_bucketed_batches(train_corpus.row_length, batch_size, rng)
-            iterator = iter(distributed_dataset(self.strategy, self.preprocessor, train_corpus,
-                                                batches, train_labels))
-            progress = keras.utils.Progbar(len(batches), verbose=1 if sys.stdout.isatty() else 0)
+            progress = keras.utils.Progbar(steps, verbose=1 if sys.stdout.isatty() else 0)
             total = 0.0
-            for i, rows in enumerate(batches):
-                loss = float(self._train_step(iterator))
-                total += loss * len(rows)
+            for i in range(steps):
+                loss, rows = (float(value) for value in self._train_step(iterator))
+                total += loss * rows
                 progress.update(i + 1, [("loss", loss)])
             record = {"epoch": epoch, "loss": total / train_corpus.num_rows,
                       "learning_rate": self._current_learning_rate()}
             if valid_corpus is not None:
-                predicted, _ = predictor.predict(valid_corpus, batch_size)
+                predicted, _ = predict_valid()
                 predicted = [self.preprocessor.decode_labels(ids) for ids in predicted]
                 record["val_f1"] = evaluation.f1_score(valid_truth, predicted)
             record["seconds"] = time.perf_counter() - start
