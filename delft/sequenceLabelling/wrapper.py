@@ -37,6 +37,10 @@ TAG_FILE_CHUNK = 5000
 class Sequence:
     """A sequence labelling model by DeLFT's name: ``Sequence('date-BidLSTM_CRF')``.
 
+    The constructor takes DeLFT's arguments; ``max_checkpoints_to_keep``, ``log_dir`` and
+    ``multiprocessing`` are accepted so existing calls run, and have no effect (the best epoch is
+    kept in memory, logs go to stdout, tf.data prefetches in its own threads).
+
     >>> model = Sequence("date-BidLSTM_CRF", max_epoch=1)
     >>> model.model_config.architecture
     'BidLSTM_CRF'
@@ -126,7 +130,11 @@ class Sequence:
 
         GROBID's in-process trainer calls ``train(x_train, y_train, x_valid, y_valid)``
         positionally: tokens passed where features are expected are taken as that call.
+        Keras ``callbacks`` have no place in this training loop: passing any is an error.
         """
+        if callbacks:
+            raise ConfigurationError("callbacks are not supported: the trainer logs each epoch "
+                                     "and keeps the best weights itself")
         if _looks_like_tokens(f_train):
             f_train, x_valid, y_valid = None, f_train, x_valid
         from delft.sequenceLabelling.trainer import Trainer
@@ -199,21 +207,26 @@ class Sequence:
 
     def train_nfold(self, x_train, y_train, f_train=None, x_valid=None, y_valid=None,
                     f_valid=None, incremental=False, callbacks=None, multi_gpu=False):
-        """Train ``fold_number`` models, each validated on its own fold; every sequence is used."""
+        """Train ``fold_number`` models, each validated on its own fold; every sequence is used.
+
+        ``x_valid``/``y_valid`` are not needed (each fold validates on its held-out part) and,
+        as in DeLFT, not used.
+        """
         folds = self.training_config.fold_number
         order = np.random.default_rng(self.training_config.seed).permutation(len(x_train))
         parts = np.array_split(order, folds)
         trained = []  # self.train() resets self.models: collect the folds aside
-        x_train, y_train = np.asarray(x_train, dtype=object), np.asarray(y_train, dtype=object)
-        f_train = None if f_train is None else np.asarray(f_train, dtype=object)
+
+        def pick(sequences, rows):
+            return None if sequences is None else [sequences[i] for i in rows]
+
         for k, held_out in enumerate(parts):
             kept = np.concatenate([p for i, p in enumerate(parts) if i != k])
             print(f"---- fold {k + 1}/{folds}: {len(kept)} train, {len(held_out)} validation",
                   flush=True)
-            self.train(x_train[kept], y_train[kept],
-                       None if f_train is None else f_train[kept],
-                       x_train[held_out], y_train[held_out],
-                       None if f_train is None else f_train[held_out], multi_gpu=multi_gpu)
+            self.train(pick(x_train, kept), pick(y_train, kept), pick(f_train, kept),
+                       pick(x_train, held_out), pick(y_train, held_out), pick(f_train, held_out),
+                       multi_gpu=multi_gpu)
             trained.append((self.model, self.p))
         self.models = trained
         self.model, self.p = self.models[0]
