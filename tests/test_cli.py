@@ -5,6 +5,7 @@ root); independent commands are started together to keep the wall time down.
 """
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -214,3 +215,79 @@ def test_missing_input_file(error_runs):
     path, result = error_runs["missing_input"]
     line = one_error_line(result)
     assert str(path) in line
+
+
+# -- the transformer family through the CLI -----------------------------------------------------
+BERT_SAVED = "grobid-date-BERT_CRF"
+
+
+@pytest.fixture(scope="module")
+def bert_cli(tmp_path_factory, tag_input):
+    """train_eval BERT_CRF on a tiny random checkpoint, then tag with the saved model, with the
+    checkpoint directory removed (the model directory must carry the encoder and tokenizer)."""
+    from tiny_transformers import write_tiny_checkpoint
+
+    root = tmp_path_factory.mktemp("bert_cli")
+    checkpoint = write_tiny_checkpoint("bert", str(root / "checkpoint"))
+    output = root / "models"
+    trained = finish(start("date", "train_eval", "--input", SAMPLE, "--output", output,
+                           "--architecture", "BERT_CRF", "--transformer", checkpoint,
+                           "--max-epoch", "1", "--learning-rate", "1e-3", "--seed", "1"))
+    for name in os.listdir(checkpoint):
+        os.remove(os.path.join(checkpoint, name))
+    os.rmdir(checkpoint)
+    path, _ = tag_input
+    tagged = finish(start("date", "tag", "--input", path, "--output", output, "--architecture",
+                          "BERT_CRF", "--output-format", "iob"))
+    return output, trained, tagged
+
+
+def test_bert_crf_train_eval_then_tag_without_the_checkpoint(bert_cli, tag_input):
+    output, trained, tagged = bert_cli
+    assert_ok(trained)
+    rows = report_rows(trained[1])
+    assert "all (micro avg.)" in rows
+    model_dir = output / BERT_SAVED
+    config = json.loads((model_dir / "config.json").read_text())
+    assert config["architecture"] == "BERT_CRF"
+    assert (config["batch_size"], config["max_sequence_length"]) == (80, 30)  # date's defaults
+    resources = {p.name for p in (model_dir / "transformer").iterdir()}
+    assert "config.json" in resources and ("tokenizer.json" in resources
+                                           or "vocab.txt" in resources)
+    assert_ok(tagged)
+    _, expected_tokens = tag_input
+    tokens = [[line.split("\t")[0] for line in block.splitlines() if "\t" in line]
+              for block in tagged[1].split("\n\n")]
+    assert [t for t in tokens if t] == expected_tokens
+
+
+@pytest.fixture(scope="module")
+def bert_error_runs(tmp_path_factory):
+    from tiny_transformers import write_tiny_checkpoint
+
+    root = tmp_path_factory.mktemp("bert_errors")
+    unsupported = write_tiny_checkpoint("bert", str(root / "unsupported"))
+    config_path = os.path.join(unsupported, "config.json")
+    with open(config_path, encoding="utf-8") as stream:
+        config = json.load(stream)
+    config["model_type"] = "gpt2"
+    with open(config_path, "w", encoding="utf-8") as stream:
+        json.dump(config, stream)
+    runs = {"absent": (root / "absent", start(
+                "date", "train", "--input", SAMPLE, "--output", root / "out", "--architecture",
+                "BERT_CRF", "--transformer", root / "absent")),
+            "unsupported": (unsupported, start(
+                "date", "train", "--input", SAMPLE, "--output", root / "out", "--architecture",
+                "BERT_CRF", "--transformer", unsupported))}
+    results = {name: (path, finish(process)) for name, (path, process) in runs.items()}
+    return results, root / "out"
+
+
+@pytest.mark.parametrize("name, words", [("absent", "no such checkpoint"),
+                                         ("unsupported", "'gpt2' is not supported")])
+def test_bad_transformer_is_one_line(bert_error_runs, name, words):
+    results, out_dir = bert_error_runs
+    path, result = results[name]
+    line = one_error_line(result)
+    assert str(path) in line and words in line
+    assert not out_dir.exists() or not any(out_dir.iterdir())

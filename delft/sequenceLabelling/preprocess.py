@@ -61,6 +61,13 @@ class EncodedCorpus:
     keep_from: np.ndarray
     keep_to: np.ndarray
     data: dict = field(default_factory=dict)
+    # what a row costs in a batch, to bucket rows by: its words, or its subtokens for a
+    # transformer (where the encoder's work follows the subtokens)
+    row_width: Optional[np.ndarray] = None
+
+    def __post_init__(self):
+        if self.row_width is None:
+            self.row_width = self.row_length
 
     @property
     def num_rows(self):

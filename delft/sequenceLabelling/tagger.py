@@ -47,7 +47,7 @@ class Predictor:
         # of such rows would be a zero-step RNN, which TF cannot run: they never reach the model
         filled = np.flatnonzero(corpus.row_length > 0)
         batches = [filled[rows] for rows in
-                   length_bucketed_batches(corpus.row_length[filled], batch_size)]
+                   length_bucketed_batches(corpus.row_width[filled], batch_size)]
         iterator = iter(distributed_dataset(self.strategy, self.preprocessor, corpus,
                                             lambda: itertools.cycle(batches)))
         return lambda: self._collect(corpus, len(batches), iterator)

@@ -106,7 +106,7 @@ class Trainer:
 
         def epochs():
             while True:
-                yield from length_bucketed_batches(train_corpus.row_length, batch_size, rng)
+                yield from length_bucketed_batches(train_corpus.row_width, batch_size, rng)
 
         # one iterator for the whole run: no tf.data pipeline to build per epoch
         iterator = iter(distributed_dataset(self.strategy, self.preprocessor, train_corpus,

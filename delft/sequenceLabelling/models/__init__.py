@@ -8,6 +8,15 @@ ARCHITECTURES = {
     "BidLSTM": ("bilstm", False, False),
     "BidLSTM_CRF_FEATURES": ("bilstm", True, True),
     "BidLSTM_ChainCRF_FEATURES": ("bilstm", True, True),
+    # transformer family (models/transformer.py); *_CHAR adds the char BiLSTM per word
+    "BERT": ("transformer", False, False),
+    "BERT_CRF": ("transformer", True, False),
+    "BERT_FEATURES": ("transformer", False, True),
+    "BERT_CRF_FEATURES": ("transformer", True, True),
+    "BERT_CRF_CHAR": ("transformer", True, False),
+    "BERT_CRF_CHAR_FEATURES": ("transformer", True, True),
+    "BERT_ChainCRF": ("transformer", True, False),
+    "BERT_ChainCRF_FEATURES": ("transformer", True, True),
 }
 
 
