@@ -29,9 +29,9 @@ setup(
     },
     entry_points={
         "console_scripts": [
-            "grobidTagger=delft.applications.grobidTagger:main",
-            "nerTagger=delft.applications.nerTagger:main",
-            "insultTagger=delft.applications.insultTagger:main",
+            "grobidTagger=delft.applications.grobidTagger:command",
+            "nerTagger=delft.applications.nerTagger:command",
+            "insultTagger=delft.applications.insultTagger:command",
         ],
     },
 )

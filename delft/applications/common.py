@@ -6,6 +6,7 @@ defaults its models take; a user's error (bad file, bad option) ends as one line
 import argparse
 import functools
 import logging
+import os
 import sys
 
 from delft.utilities.errors import DelftError
@@ -148,6 +149,22 @@ def user_errors_are_one_line(main):
             print(f"error: {error}", file=sys.stderr)
             return 2
     return wrapped
+
+
+def exit_without_teardown(main):
+    """Run a command's ``main`` and end the process with its exit code, skipping the interpreter's
+    teardown of TensorFlow's objects (about 1 s of a 15 s train_eval, and nothing to save).
+
+    Output is flushed and the strategies closed first; in-process users call ``main`` instead.
+    """
+    code = main()
+    from delft.utilities import devices
+
+    devices.close_strategies()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code or 0)
 
 
 def new_parser(description):

@@ -108,5 +108,10 @@ def main(argv=None):
     return 0
 
 
+def command():
+    """The console script: ``main`` on the command line's arguments, then a fast exit."""
+    common.exit_without_teardown(main)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    command()
