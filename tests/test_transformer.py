@@ -344,6 +344,30 @@ def test_the_recipe_is_saved_with_the_model(tmp_path, checkpoints):
                                rtol=1e-5, atol=1e-5)
 
 
+def test_doctests():
+    import doctest
+
+    from delft.sequenceLabelling.models import transformer
+
+    failed, attempted = doctest.testmod(transformer)
+    assert attempted > 0 and failed == 0
+
+
+def test_exact_gelu_values_and_gradient_match_autodiff_of_the_formula():
+    import keras
+    import tensorflow as tf
+
+    from delft.sequenceLabelling.models.transformer import exact_gelu
+
+    x = tf.constant(np.linspace(-8, 8, 2001), tf.float32)
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        ours = exact_gelu(x)
+        reference = keras.activations.gelu(x, approximate=False)
+    np.testing.assert_allclose(ours, reference, atol=2e-6)
+    np.testing.assert_allclose(tape.gradient(ours, x), tape.gradient(reference, x), atol=2e-6)
+
+
 def test_transformer_optimizer_is_adamw_with_warmup_then_linear_decay():
     import keras
 
