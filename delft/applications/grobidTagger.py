@@ -79,9 +79,7 @@ def main(argv=None):
     return 0
 
 
-def command():
-    """The console script: ``main`` on the command line's arguments, then a fast exit."""
-    common.exit_without_teardown(main)
+command = common.command_for(main)
 
 
 if __name__ == "__main__":

@@ -146,9 +146,13 @@ class Preprocessor:
         self.label_vocabulary = LabelVocabulary()
 
     # -- vocabularies -------------------------------------------------------------------------
-    def fit(self, x, y, features=None):
-        """Build (or, called again, extend) the vocabularies; returns what was new."""
-        new_chars = sorted({c for seq in x for token in seq for c in token} - set(self.char_index))
+    def fit(self, x, y, features=None, fit_chars=True):
+        """Build (or, called again, extend) the vocabularies; returns what was new.
+
+        ``fit_chars=False`` leaves the characters out (a model without a char encoder).
+        """
+        new_chars = sorted({c for seq in x for token in seq for c in token} -
+                           set(self.char_index)) if fit_chars else []
         for c in new_chars:
             self.char_index[c] = len(self.char_index)
         new_labels = self.label_vocabulary.fit(y)
@@ -243,12 +247,17 @@ class Preprocessor:
                 word_table[row] = self.word_index.get(
                     token, self.word_index.get(token.lower(), UNKNOWN_INDEX))
             data["word_table"] = word_table
-        if self.feature_index:
-            if features is None:
-                raise ValueError("this model was trained with features: pass features=")
-            data["features"] = self._encode_features(features)
+        data.update(self.features_data(features))
         return EncodedCorpus(lengths, row_sequence, row_offset, row_length, keep_from, keep_to,
                              data)
+
+    def features_data(self, features):
+        """``{"features": per-sequence id arrays}`` for a model trained with features, else {}."""
+        if not self.feature_index:
+            return {}
+        if features is None:
+            raise ValueError("this model was trained with features: pass features=")
+        return {"features": self._encode_features(features)}
 
     def _encode_features(self, features):
         encoded = []

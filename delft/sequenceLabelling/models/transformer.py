@@ -473,12 +473,7 @@ class TransformerPreprocessor:
 
     # -- vocabularies -------------------------------------------------------------------------
     def fit(self, x, y, features=None):
-        if self.use_chars:
-            return self.words.fit(x, y, features)
-        new_labels = self.words.label_vocabulary.fit(y)
-        if features is not None and len(features) and Preprocessor.uses_features(features):
-            self.words._fit_features(features)
-        return {"chars": [], "labels": new_labels}
+        return self.words.fit(x, y, features, fit_chars=self.use_chars)
 
     @property
     def label_vocabulary(self):
@@ -554,10 +549,8 @@ class TransformerPreprocessor:
         data = {"subtokens": flats, "word_offsets": starts}
         if self.use_chars:
             data.update(self.words.encode(x, features).data)
-        elif self.feature_index:
-            if features is None:
-                raise ValueError("this model was trained with features: pass features=")
-            data["features"] = self.words._encode_features(features)
+        else:
+            data.update(self.words.features_data(features))
         prefix, suffix, _, _ = self._special_tokens()
         widths = np.asarray(widths, dtype=np.int64) + len(prefix) + len(suffix)
         return EncodedCorpus(lengths, *(table[:, i] for i in range(5)), data, row_width=widths)
@@ -567,29 +560,26 @@ class TransformerPreprocessor:
         rows = np.asarray(rows)
         lengths = corpus.row_length[rows].astype(np.int32)
         width = int(lengths.max()) if len(rows) else 0
-        spans = []
-        for r in rows:
-            offsets = corpus.data["word_offsets"][corpus.row_sequence[r]]
-            first, n = corpus.row_offset[r], corpus.row_length[r]
-            spans.append((offsets[first], offsets[first + n]))
-        inner = [b - a for a, b in spans]
-        size = (max(inner) if inner else 0) + len(prefix) + len(suffix)
+        size = int(corpus.row_width[rows].max()) if len(rows) else len(prefix) + len(suffix)
         input_ids = np.full((len(rows), size), pad, dtype=np.int32)
         padding_mask = np.zeros((len(rows), size), dtype=np.int32)
         word_starts = np.zeros((len(rows), width), dtype=np.int32)
         for i, r in enumerate(rows):
             s = corpus.row_sequence[r]
-            a, b = spans[i]
             first, n = corpus.row_offset[r], corpus.row_length[r]
+            offsets = corpus.data["word_offsets"][s]
+            a, b = offsets[first], offsets[first + n]
             row = np.concatenate([prefix, corpus.data["subtokens"][s][a:b], suffix])
             input_ids[i, :len(row)] = row
             padding_mask[i, :len(row)] = 1
-            word_starts[i, :n] = corpus.data["word_offsets"][s][first:first + n] - a + len(prefix)
+            word_starts[i, :n] = offsets[first:first + n] - a + len(prefix)
         batch = {"input_ids": input_ids, "token_type_ids": np.zeros_like(input_ids),
                  "padding_mask": padding_mask, "word_starts": word_starts, "lengths": lengths}
-        if self.use_chars:
-            batch["chars"] = self.words.padded_batch(corpus, rows)["chars"]
-        if "features" in corpus.data:
+        if self.use_chars:  # the chars (and features) of the words' own batch
+            word_batch = self.words.padded_batch(corpus, rows)
+            batch.update((key, word_batch[key]) for key in ("chars", "features")
+                         if key in word_batch)
+        elif "features" in corpus.data:
             batch["features"] = Preprocessor._pad_rows(corpus, rows, corpus.data["features"],
                                                        width, (len(self.features_indices),))
         if label_ids is not None:
