@@ -3,7 +3,7 @@ from setuptools import find_packages, setup
 
 setup(
     name="delft",
-    version="0.5.0",
+    version="0.6.0",
     description="Sequence labelling (GROBID, NER) on TensorFlow/Keras with multi-device training "
                 "and sharded inference",
     license="Apache-2.0",

@@ -38,7 +38,8 @@ def main():
     x, y, _ = load_data_and_labels_crf_file(
         str(shared_data_file("sequenceLabelling", "grobid", "date", "date-220311.train")))
     if args.model_dir:
-        model = Sequence("grobid-date-BidLSTM_CRF").load(args.model_dir)
+        model = Sequence("grobid-date-BidLSTM_CRF")
+        model.load(args.model_dir)
     else:
         model = Sequence("grobid-date-BidLSTM_CRF", max_epoch=3, batch_size=60,
                          recurrent_dropout=0.0, seed=1)

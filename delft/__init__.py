@@ -1,15 +1,11 @@
 """delft: sequence labelling on TensorFlow/Keras that scales across devices.
 
-The logical CPU replicas asked for by ``DELFT_CPU_REPLICAS`` must exist before TensorFlow
-initialises its devices, so the device module is configured on the first import of the package.
+Importing the package changes one process-wide thing, and only when asked: with
+``DELFT_CPU_REPLICAS=N`` set, the CPU is split into N logical devices (for testing the multi-device
+path), which must happen before TensorFlow initialises its devices.
 """
-import os
-
-# TensorFlow's C++ start-up chatter (no CUDA driver, oneDNN notices) hides the logs people read.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-from delft.utilities import devices  # noqa: E402
+from delft.utilities import devices
 
 devices.configure_logical_cpu_devices()
 
-__version__ = "0.5.0"
+__version__ = "0.6.0"

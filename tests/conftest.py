@@ -128,7 +128,7 @@ class TrainedDate:
         """A fresh Sequence loaded from the saved dir (safe to change)."""
         from delft.sequenceLabelling import Sequence
 
-        return Sequence(MODEL_NAME).load(dir_path=str(self.models_dir))
+        return loaded_sequence(MODEL_NAME, str(self.models_dir))
 
 
 @pytest.fixture(scope="session")
@@ -154,6 +154,15 @@ def trained_date(tmp_path_factory, date_corpus, date_corpus_path):
 def loaded_date(trained_date):
     """One loaded copy shared by read-only tagging tests (tests must not change it)."""
     return trained_date.load()
+
+
+def loaded_sequence(name, dir_path, **kwargs):
+    """``Sequence(name)`` loaded from ``dir_path`` (``load`` itself returns None, as DeLFT's)."""
+    from delft.sequenceLabelling import Sequence
+
+    model = Sequence(name)
+    assert model.load(dir_path, **kwargs) is None
+    return model
 
 
 def token_accuracy(pairs_per_sequence, gold):

@@ -14,11 +14,13 @@ import numpy as np  # noqa: E402
 import delft  # noqa: E402,F401  (configures the logical devices before TF starts)
 from delft.sequenceLabelling import Sequence, evaluation  # noqa: E402
 from delft.sequenceLabelling.config import TrainingConfig  # noqa: E402
+from delft.sequenceLabelling.models import new_preprocessor  # noqa: E402
 from delft.sequenceLabelling.reader import load_data_and_labels_crf_file  # noqa: E402
 from delft.sequenceLabelling.tagger import Predictor  # noqa: E402
 from delft.sequenceLabelling.trainer import Trainer  # noqa: E402
 from delft.utilities import devices  # noqa: E402
 from delft.utilities.data_path import shared_data_file  # noqa: E402
+from conftest import loaded_sequence  # noqa: E402
 
 
 def emit(name, **values):
@@ -50,7 +52,7 @@ def date_data():
 
 def untrained_sequence(x, y, strategy, **kwargs):
     sequence = Sequence("date-BidLSTM_CRF", dropout=0.0, recurrent_dropout=0.0, **kwargs)
-    sequence.p = sequence._new_preprocessor()
+    sequence.p = new_preprocessor(sequence.model_config)
     sequence.p.fit(x, y)
     sequence.model = sequence._build(strategy, sequence.p)
     sequence._strategy = strategy
@@ -70,9 +72,9 @@ def check_training_steps(x, y):
         for name, strategy in (("one", single), ("two", mirrored)):
             sequence = untrained_sequence(x, y, strategy)
             sequence.model.set_weights(initial)
-            config = TrainingConfig(batch_size=rows, max_epoch=steps, seed=7, early_stop=False,
+            config = TrainingConfig(max_epoch=steps, seed=7, early_stop=False,
                                     clip_gradients=5.0)
-            trainer = Trainer(sequence.model, sequence.p, config, strategy)
+            trainer = Trainer(sequence.model, sequence.p, config, strategy, rows)
             corpus = sequence.p.encode(x)
             history = trainer.train(corpus, sequence.p.encode_labels(y))
             runs[name] = (sequence.model.get_weights(), [h["loss"] for h in history],
@@ -88,8 +90,8 @@ def check_validation_58_of_60(x, y):
     """58 validation sequences, global batch 60, 2 replicas: same F1 and counts as one device."""
     single, mirrored = devices.get_strategy(False), devices.get_strategy(True)
     trained = untrained_sequence(x[:300], y[:300], single)
-    config = TrainingConfig(batch_size=60, max_epoch=3, seed=1, early_stop=False)
-    Trainer(trained.model, trained.p, config, single).train(
+    config = TrainingConfig(max_epoch=3, seed=1, early_stop=False)
+    Trainer(trained.model, trained.p, config, single, 60).train(
         trained.p.encode(x[:300]), trained.p.encode_labels(y[:300]))
     weights = trained.model.get_weights()
     for size in (58, 57):  # 57: an odd set, the replicas get 29 and 28
@@ -114,8 +116,8 @@ def check_sharded_tagging(x, y):
     """5,000 real date sequences (the corpus repeated, shuffled), batch 1024: identical labels."""
     single = devices.get_strategy(False)
     sequence = untrained_sequence(x, y, single)
-    Trainer(sequence.model, sequence.p, TrainingConfig(batch_size=60, max_epoch=2, seed=1),
-            single).train(sequence.p.encode(x), sequence.p.encode_labels(y))
+    Trainer(sequence.model, sequence.p, TrainingConfig(max_epoch=2, seed=1),
+            single, 60).train(sequence.p.encode(x), sequence.p.encode_labels(y))
     rng = np.random.default_rng(0)
     texts = [x[i] for i in rng.integers(0, len(x), 5000)]
     one = sequence.tag(texts, None, batch_size=1024)
@@ -133,7 +135,7 @@ def check_loaded_model_is_mirrored(x, y, directory):
     single = devices.get_strategy(False)
     sequence = untrained_sequence(x[:100], y[:100], single)
     sequence.save(directory)
-    loaded = Sequence("date-BidLSTM_CRF").load(directory, multi_gpu=True)
+    loaded = loaded_sequence("date-BidLSTM_CRF", directory, multi_gpu=True)
     same = all(np.array_equal(a, b) for a, b in zip(loaded.model.get_weights(),
                                                     sequence.model.get_weights()))
     emit("loaded_mirrored", variable_type=variable_type(loaded.model), same_weights=same,

@@ -180,8 +180,8 @@ def micro_f1(report):
 
 
 def test_ner_train_eval(data, runs):
-    stdout, _ = check_ok(result_of(runs, "ner_train"))
-    assert "60 train sequences, 15 validation sequences, 15 evaluation sequences" in stdout
+    stdout, stderr = check_ok(result_of(runs, "ner_train"))
+    assert "60 train sequences, 15 validation sequences, 15 evaluation sequences" in stderr
     assert micro_f1(stdout) > 0.3, stdout
     model = data / "models" / NER_MODEL
     assert json.loads((model / "config.json").read_text())["architecture"] == "BidLSTM_CRF"
@@ -213,7 +213,7 @@ def test_ner_tag_iob(data, runs):
 def test_ner_multi_gpu_train_and_tag(runs):
     stdout, stderr = check_ok(result_of(runs, "multi_train"))
     assert "MirroredStrategy over 2 devices" in stderr
-    assert "60 train sequences, 15 validation sequences" in stdout
+    assert "60 train sequences, 15 validation sequences" in stderr
     stdout, stderr = check_ok(result_of(runs, "multi_tag"))
     assert "MirroredStrategy over 2 devices" in stderr
     result = json.loads(stdout)
@@ -223,8 +223,8 @@ def test_ner_multi_gpu_train_and_tag(runs):
 def test_insult_train_and_tag(runs):
     if not ((TOXIC / "train.xml").exists() and (TOXIC / "valid.xml").exists()):
         pytest.skip(f"shared toxic data {TOXIC}/train.xml, valid.xml absent")
-    stdout, _ = check_ok(result_of(runs, "insult_train"))
-    assert "8 train sequences, 79 validation sequences" in stdout
+    _, stderr = check_ok(result_of(runs, "insult_train"))
+    assert "8 train sequences, 79 validation sequences" in stderr
     stdout, _ = check_ok(result_of(runs, "insult_tag"))
     result = json.loads(stdout)
     assert result["model"] == "insult-BidLSTM_CRF"
@@ -274,9 +274,9 @@ def test_conll2012_reading(tmp_path):
                     "a 0 1 Smith NNP * - - - - *) -\n"
                     "a 0 2 left VBD * - - - - * -\n"
                     "#end document\n")
-    x, y = nerTagger.read_ner(str(tmp_path), "conll2012", "--train")
+    x, y, _ = nerTagger.read_ner(str(tmp_path), "conll2012", "--train")
     assert list(x[0]) == ["John", "Smith", "left"] and list(y[0]) == ["B-PERSON", "I-PERSON", "O"]
     columns = tmp_path / "eng.train"
     columns.write_text("John B-PERSON\nleft O\n")
-    x, y = nerTagger.read_ner(str(columns), "conll2012", "--train")
+    x, y, _ = nerTagger.read_ner(str(columns), "conll2012", "--train")
     assert list(y[0]) == ["B-PERSON", "O"]

@@ -1,7 +1,8 @@
-"""Batching: length buckets, replica slices, and the distributed dataset (1 and 2 replicas)."""
-import doctest
+"""Batching: length buckets, replica slices for 1 and N replicas on 1 or N workers, prefetching."""
 import json
 import textwrap
+import threading
+import time
 from collections import Counter
 
 import numpy as np
@@ -9,15 +10,10 @@ import pytest
 import tensorflow as tf
 
 from conftest import run_python
-from delft.sequenceLabelling import batching
-from delft.sequenceLabelling.batching import (POOL_BATCHES, distributed_dataset, dummy_batch,
+from delft.sequenceLabelling.batching import (POOL_BATCHES, ReplicaFeeder, dummy_batch,
                                               global_batch_size, length_bucketed_batches,
-                                              replica_bounds)
-from delft.sequenceLabelling.preprocess import Preprocessor
-
-
-def test_doctests():
-    assert doctest.testmod(batching).failed == 0
+                                              prefetched, replica_bounds)
+from delft.sequenceLabelling.preprocess import WordPreprocessor
 
 
 def covered(batches):
@@ -81,77 +77,87 @@ def test_replica_bounds():
             assert sizes == sorted(sizes, reverse=True)
 
 
-def test_global_batch_size():
+def test_global_batch_size(caplog):
     assert global_batch_size(60, 1) == 60
     assert global_batch_size(60, 4) == 60
+    assert not caplog.records
     assert global_batch_size(61, 4) == 64
     assert global_batch_size(1, 3) == 3
+    assert "not a multiple of the 4 replicas: using 64" in caplog.records[0].getMessage()
 
 
-# -- the distributed dataset ------------------------------------------------------------------
+def test_global_batch_size_writes_nothing_to_stdout(capsys):
+    global_batch_size(61, 7)
+    assert capsys.readouterr().out == ""
+
+
+# -- replica slices ---------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def corpus():
     rng = np.random.default_rng(0)
     x = [[f"w{int(v)}" for v in rng.integers(0, 50, int(n))] for n in rng.integers(1, 12, 23)]
     y = [["B-<a>" if i % 3 == 0 else "O" for i in range(len(s))] for s in x]
-    p = Preprocessor(max_char_length=5)
+    p = WordPreprocessor(max_char_length=5)
     p.fit(x, y)
     return p, p.encode(x), p.encode_labels(y), x
 
 
-def test_default_strategy_yields_every_row_once_with_its_index(corpus):
+class FakeStrategy:
+    """What ReplicaFeeder uses of a strategy: worker ``worker`` of ``workers``, N replicas in all."""
+
+    def __init__(self, replicas, workers=1, worker=0):
+        self.num_replicas_in_sync = replicas
+        self.local = replicas // workers
+        self.first = worker * self.local
+
+    def experimental_distribute_values_from_function(self, value_fn):
+        return [value_fn(tf.distribute.experimental.ValueContext(self.first + i,
+                                                                 self.num_replicas_in_sync))
+                for i in range(self.local)]
+
+    def experimental_local_results(self, values):
+        return tuple(values)
+
+
+def test_one_replica_takes_the_whole_batch_with_its_index(corpus):
     p, encoded, labels, x = corpus
-    strategy = tf.distribute.get_strategy()
-    batches = length_bucketed_batches(encoded.row_length, 5)
+    feeder = ReplicaFeeder(tf.distribute.get_strategy(), p)
+    assert feeder.local_replicas == [0]
     seen = []
-    for batch, element in zip(batches, distributed_dataset(strategy, p, encoded, lambda: batches, labels)):
-        index = element["index"].numpy()
-        assert index.tolist() == batch.tolist()
-        assert element["weights"].numpy().tolist() == [1.0] * len(batch)
-        assert int(element["global_count"]) == len(batch)
-        lengths = element["lengths"].numpy()
+    for rows in length_bucketed_batches(encoded.row_length, 5):
+        (part,) = feeder.slices(encoded, rows, labels)
+        index = part["index"]
+        assert index.tolist() == rows.tolist()
+        assert part["weights"].tolist() == [1.0] * len(rows)
+        assert int(part["global_count"]) == len(rows)
+        lengths = part["lengths"]
         assert lengths.tolist() == [len(x[i]) for i in index]
         for row, i in enumerate(index):  # labels travel with their row
-            assert element["labels"].numpy()[row, :lengths[row]].tolist() == labels[i].tolist()
+            assert part["labels"][row, :lengths[row]].tolist() == labels[i].tolist()
         seen.extend(index.tolist())
     assert sorted(seen) == list(range(len(x)))
 
 
-class InputContext:
-    def __init__(self, pipelines, pipeline_id):
-        self.num_input_pipelines = pipelines
-        self.input_pipeline_id = pipeline_id
-
-
-class FakeStrategy:
-    """What distributed_dataset uses of a strategy, for N replicas on 1 or more input pipelines."""
-
-    def __init__(self, replicas, pipelines=1):
-        self.num_replicas_in_sync = replicas
-        self.pipelines = pipelines
-
-    def distribute_datasets_from_function(self, dataset_fn):
-        return [list(dataset_fn(InputContext(self.pipelines, k)).as_numpy_iterator())
-                for k in range(self.pipelines)]
-
-
-@pytest.mark.parametrize("replicas, pipelines", [(2, 1), (2, 2), (3, 1), (4, 2)])
-def test_replica_slices_cover_rows_and_pad_empty_ones(corpus, replicas, pipelines):
+@pytest.mark.parametrize("replicas, workers", [(2, 1), (2, 2), (3, 1), (4, 2), (6, 3)])
+def test_replica_slices_cover_rows_once_across_workers(corpus, replicas, workers):
     p, encoded, labels, x = corpus
     # a last batch of 1 row: the other replicas have nothing
     batches = length_bucketed_batches(encoded.row_length, 11)
     assert len(batches[-1]) < replicas
-    per_pipeline = distributed_dataset(FakeStrategy(replicas, pipelines), p, encoded, lambda: batches,
-                                       labels)
-    assert len(per_pipeline) == pipelines
-    local = replicas // pipelines
     real, empty = Counter(), 0
-    for k, slices in enumerate(per_pipeline):
-        assert len(slices) == len(batches) * local
-        for b, rows in enumerate(batches):
-            bounds = replica_bounds(len(rows), replicas)[k * local:(k + 1) * local]
-            for part, (start, end) in zip(slices[b * local:(b + 1) * local], bounds):
+    for worker in range(workers):
+        feeder = ReplicaFeeder(FakeStrategy(replicas, workers, worker), p)
+        local = replicas // workers
+        assert feeder.local_replicas == list(range(worker * local, (worker + 1) * local))
+        for rows in batches:
+            parts = feeder.slices(encoded, rows, labels)
+            assert len(parts) == local  # a worker pads only its own replicas' slices
+            bounds = [replica_bounds(len(rows), replicas)[r] for r in feeder.local_replicas]
+            width = int(encoded.row_length[rows].max())
+            for part, (start, end) in zip(parts, bounds):
                 assert int(part["global_count"]) == len(rows)
+                # every slice of a global batch has its width, so outputs can be gathered
+                assert part["chars"].shape[1] == part["labels"].shape[1] == width
                 if start == end:
                     # a replica without a row: one copied row, weight 0, index -1
                     assert part["index"].tolist() == [-1]
@@ -167,40 +173,83 @@ def test_replica_slices_cover_rows_and_pad_empty_ones(corpus, replicas, pipeline
 
 
 def test_two_cpu_replicas_in_a_subprocess(tmp_path):
-    """A real MirroredStrategy over DELFT_CPU_REPLICAS=2 logical CPUs: every row once, empty padded."""
+    """A real MirroredStrategy over DELFT_CPU_REPLICAS=2 logical CPUs: a step compiled once over
+    the feeder's slices gathers every row once, in replica order, the empty slice marked."""
     script = tmp_path / "replicas.py"
     out = tmp_path / "out.json"
     script.write_text(textwrap.dedent(f"""
         import json
         import numpy as np
+        import tensorflow as tf
         from delft.utilities import devices
         devices.configure_logical_cpu_devices()
-        from delft.sequenceLabelling.batching import distributed_dataset, length_bucketed_batches
-        from delft.sequenceLabelling.preprocess import Preprocessor
+        from delft.sequenceLabelling.batching import ReplicaFeeder, length_bucketed_batches
+        from delft.sequenceLabelling.preprocess import WordPreprocessor
         strategy = devices.get_strategy(True)
         x = [["a"] * n for n in (3, 1, 4, 1, 5)]
-        p = Preprocessor(5); p.fit(x, [["O"] * len(s) for s in x])
+        p = WordPreprocessor(5); p.fit(x, [["O"] * len(s) for s in x])
         corpus = p.encode(x)
-        batches = length_bucketed_batches(corpus.row_length, 2)
+        feeder = ReplicaFeeder(strategy, p)
+
+        @tf.function(input_signature=feeder.step_signature(False))
+        def step(slices):
+            values = feeder.distribute(slices)
+            out = strategy.run(lambda b: (b["index"], b["weights"], tf.shape(b["chars"])[1]),
+                               args=(values,))
+            return (strategy.gather(out[0], 0), strategy.gather(out[1], 0),
+                    strategy.experimental_local_results(out[2]))
+
         found = []
-        for element in distributed_dataset(strategy, p, corpus, lambda: batches):
-            found.append([[strategy.experimental_local_results(element[k])[r].numpy().tolist()
-                           for k in ("index", "weights")] for r in range(2)])
-        json.dump({{"replicas": strategy.num_replicas_in_sync, "found": found}}, open({str(out)!r}, "w"))
+        for rows in length_bucketed_batches(corpus.row_length, 2):
+            index, weights, widths = step(feeder.slices(corpus, rows))
+            found.append([index.numpy().tolist(), weights.numpy().tolist(),
+                          [int(w) for w in widths]])
+        json.dump({{"replicas": strategy.num_replicas_in_sync, "found": found,
+                    "traces": step.experimental_get_tracing_count()}}, open({str(out)!r}, "w"))
     """))
     completed = run_python([script], cwd=tmp_path, timeout=180, DELFT_CPU_REPLICAS=2)
     assert completed.returncode == 0, completed.stderr[-3000:]
     result = json.loads(out.read_text())
     assert result["replicas"] == 2
-    # 5 rows in batches of 2, sorted by length: [1, 3], [0, 2], [4]; each split over 2 replicas
-    assert result["found"] == [[[[1], [1.0]], [[3], [1.0]]],
-                               [[[0], [1.0]], [[2], [1.0]]],
-                               [[[4], [1.0]], [[-1], [0.0]]]]
+    # 5 rows in batches of 2, sorted by length: [1, 3], [0, 2], [4]; each split over 2 replicas,
+    # both slices as wide as the batch's longest row
+    assert result["found"] == [[[1, 3], [1.0, 1.0], [1, 1]],
+                               [[0, 2], [1.0, 1.0], [4, 4]],
+                               [[4, -1], [1.0, 0.0], [5, 5]]]
+    assert result["traces"] == 1
+
+
+def test_prefetched_keeps_order_and_raises_the_producers_error():
+    assert list(prefetched(iter(range(50)), depth=3)) == list(range(50))
+
+    def failing():
+        yield 1
+        raise ValueError("bad batch")
+
+    with pytest.raises(ValueError, match="bad batch"):
+        list(prefetched(failing()))
+
+
+def test_prefetched_stops_its_thread_when_the_consumer_stops():
+    before = threading.active_count()
+    produced = []
+
+    def endless():
+        while True:
+            produced.append(1)
+            yield len(produced)
+
+    for item in prefetched(endless(), depth=2):
+        if item == 3:
+            break
+    time.sleep(0.3)
+    assert threading.active_count() == before
+    assert len(produced) <= 3 + 2 + 1  # never more than the buffer ahead
 
 
 def test_dummy_batch_matches_signature(corpus):
     p = corpus[0]
     batch = dummy_batch(p.batch_signature(True))
     assert set(batch) == {"chars", "lengths", "labels"}
-    assert batch["chars"].shape == (1, 1, 1)
-    assert batch["lengths"].tolist() == [1]
+    assert batch["chars"].shape == (2, 2, 2)
+    assert batch["lengths"].tolist() == [1, 1]

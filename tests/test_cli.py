@@ -18,7 +18,7 @@ from conftest import (REPO_ROOT, SAMPLE_DATE, crf_sequences, delft_stderr_lines,
 
 SCRIPT = "delft/applications/grobidTagger.py"
 SAMPLE = SAMPLE_DATE.relative_to(REPO_ROOT)
-SAVED = "grobid-date-BidLSTM_CRF"
+SAVED = "date-BidLSTM_CRF"  # under --output: the folder name GROBID loads
 NUMBER = r"(\d+\.\d+)"
 
 
@@ -88,18 +88,18 @@ def report_rows(stdout):
 def test_train_eval_reports_and_saves(cli_models):
     output, result = cli_models
     assert_ok(result)
-    _, stdout, _ = result
+    _, stdout, stderr = result
     n = len(crf_sequences(SAMPLE_DATE))
     n_eval = math.ceil(n * 0.1)
     n_valid = math.ceil((n - n_eval) * 0.1)
     assert (f"{n - n_eval - n_valid} train sequences, {n_valid} validation sequences, "
-            f"{n_eval} evaluation sequences") in stdout
+            f"{n_eval} evaluation sequences") in stderr  # logs on stderr, results on stdout
     rows = report_rows(stdout)
     assert {"<day>", "<month>", "<year>", "all (micro avg.)"} <= set(rows)
     assert rows["all (micro avg.)"][3] == sum(rows[k][3] for k in ("<day>", "<month>", "<year>"))
     for p, r, f, _ in rows.values():
         assert 0.0 <= p <= 1.0 and 0.0 <= r <= 1.0 and 0.0 <= f <= 1.0
-    assert len(re.findall(r"^epoch\s+\d+/2\b", stdout, re.M)) in (1, 2)
+    assert len(re.findall(r"^epoch\s+\d+/2\b", stderr, re.M)) in (1, 2)
     model_dir = output / SAVED
     assert {"config.json", "preprocessor.json", "model.weights.h5"} <= {
         p.name for p in model_dir.iterdir()}
@@ -219,7 +219,7 @@ def test_missing_input_file(error_runs):
 
 
 # -- the transformer family through the CLI -----------------------------------------------------
-BERT_SAVED = "grobid-date-BERT_CRF"
+BERT_SAVED = "date-BERT_CRF"
 
 
 @pytest.fixture(scope="module")

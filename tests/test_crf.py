@@ -1,5 +1,4 @@
 """Tests of the linear-chain CRF layer against brute-force enumeration of all paths."""
-import doctest
 import itertools
 import json
 import os
@@ -356,13 +355,6 @@ def test_keras_mask_is_dropped_quietly():
     result = model(np.array([[1, 2, 0]]))
     assert result.shape == (1, 3, 4)
     assert getattr(result, "_keras_mask", None) is None
-
-
-def test_docstring_example():
-    import delft.sequenceLabelling.layers.crf as module
-
-    failed, attempted = doctest.testmod(module)
-    assert attempted > 0 and failed == 0
 
 
 @pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")  # keras save

@@ -7,6 +7,7 @@ from delft.sequenceLabelling.reader import load_data_and_labels_crf_file
 from delft.utilities.embeddings import load_word_vectors, resolve_embeddings
 from delft.utilities.errors import ConfigurationError, DataFormatError
 from delft.utilities.data_path import REPO_ROOT
+from conftest import loaded_sequence
 
 SAMPLE = REPO_ROOT / "data" / "sequenceLabelling" / "grobid" / "date" / "date-sample.train"
 
@@ -55,7 +56,7 @@ def test_train_save_load_tag_with_word_embeddings(tmp_path):
     for word in words[:5]:  # frozen: the file's vectors, untouched by training
         np.testing.assert_allclose(matrix[model.p.word_index[word]], expected[word], rtol=1e-6)
     model.save(str(tmp_path / "models"))
-    loaded = Sequence("date-BidLSTM_CRF").load(str(tmp_path / "models"))
+    loaded = loaded_sequence("date-BidLSTM_CRF", str(tmp_path / "models"))
     assert loaded.model_config.word_embedding_size == 6
     assert loaded.tag(x[100:], None) == model.tag(x[100:], None)
     assert len(loaded.tag([["unseen", "words", "2005"]], None)[0]) == 3

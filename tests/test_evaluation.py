@@ -1,5 +1,4 @@
 """Entity-level metrics checked against seqeval (a test-only dependency) in its default mode."""
-import doctest
 import os
 import random
 import subprocess
@@ -14,7 +13,6 @@ from seqeval.metrics import precision_score as seqeval_precision
 from seqeval.metrics import recall_score as seqeval_recall
 from seqeval.metrics.sequence_labeling import get_entities as seqeval_entities
 
-from delft.sequenceLabelling import evaluation
 from delft.sequenceLabelling.evaluation import (accuracy_score, classification_report, entity_counts,
                                                 f1_score, format_report, get_entities,
                                                 precision_recall_f1, precision_score, recall_score)
@@ -288,11 +286,6 @@ def test_classification_report_without_entities():
 
 
 # module hygiene -------------------------------------------------------------------------------
-
-def test_docstring_examples():
-    failures, attempted = doctest.testmod(evaluation)
-    assert attempted > 0 and failures == 0
-
 
 def test_module_imports_neither_tensorflow_nor_seqeval():
     env = {key: value for key, value in os.environ.items() if key != "DELFT_CPU_REPLICAS"}

@@ -7,7 +7,7 @@ import stat
 import numpy as np
 import pytest
 
-from conftest import MODEL_NAME
+from conftest import loaded_sequence, MODEL_NAME
 from delft.sequenceLabelling import Sequence
 from delft.sequenceLabelling.wrapper import (CONFIG_FILE, CURVE_FILE, HISTORY_FILE,
                                              PREPROCESSOR_FILE, WEIGHTS_FILE)
@@ -37,7 +37,7 @@ def model_copy(tmp_path, trained_date):
 
 def load_error(models_dir):
     with pytest.raises(ModelLoadError) as info:
-        Sequence(MODEL_NAME).load(dir_path=str(models_dir))
+        loaded_sequence(MODEL_NAME, str(models_dir))
     error = info.value
     message = str(error)
     assert "\n" not in message  # one line for the user
@@ -126,9 +126,9 @@ def test_crashed_save_leaves_no_model_and_keeps_the_older_one(trained_date, tmp_
     assert snapshot(older) == before
     # no model (and no temp folder) where there was none
     assert not fresh.exists() or os.listdir(fresh) == []
-    Sequence(MODEL_NAME).load(dir_path=str(older))
+    loaded_sequence(MODEL_NAME, str(older))
     with pytest.raises(ModelLoadError):
-        Sequence(MODEL_NAME).load(dir_path=str(fresh))
+        loaded_sequence(MODEL_NAME, str(fresh))
 
 
 # -- loading bad model dirs ------------------------------------------------------------------------

@@ -84,6 +84,6 @@ def test_cli_multi_gpu_train_save_exit_cleanly(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     for noise in ("Bad file descriptor", "Exception ignored", "Traceback"):
         assert noise not in run.stderr
-    assert "2 replicas: using 62" in run.stdout
+    assert "2 replicas: using 62" in run.stderr and run.stdout == ""
     assert "MirroredStrategy over 2 devices" in run.stdout + run.stderr
-    assert (tmp_path / "grobid-date-BidLSTM_CRF" / "model.weights.h5").is_file()
+    assert (tmp_path / "date-BidLSTM_CRF" / "model.weights.h5").is_file()

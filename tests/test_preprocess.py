@@ -1,15 +1,15 @@
-"""Preprocessor vocabularies (JSON round trip, unseen chars/labels/features) and windowing."""
-import doctest
+"""Preprocessor vocabularies (JSON round trip, unseen chars/labels/features), windows at encoding."""
 import json
 import re
 
 import numpy as np
 import pytest
 
-from delft.sequenceLabelling import preprocess
-from delft.sequenceLabelling.preprocess import (PAD_INDEX, UNKNOWN_INDEX, EncodedCorpus,
-                                                Preprocessor, load_preprocessor,
-                                                merge_row_predictions, rows_from_windows, windows)
+from delft.sequenceLabelling.models import load_preprocessor
+from delft.sequenceLabelling.preprocess import (PAD_INDEX, UNKNOWN_INDEX, Preprocessor,
+                                                WordPreprocessor)
+from delft.sequenceLabelling.windows import merge_row_predictions
+from test_windows import positions_per_row
 from delft.utilities.errors import ModelLoadError
 
 X = [["June", "2005"], ["10", "-", "06", "-", "2005"], ["Été", "1999"]]
@@ -21,13 +21,9 @@ F = [[["june", "INITCAP", "v0"], ["2005", "ALLDIGIT", "v1"]],
      [["été", "INITCAP", "v7"], ["1999", "ALLDIGIT", "v8"]]]
 
 
-def test_doctests():
-    assert doctest.testmod(preprocess).failed == 0
-
-
 @pytest.fixture
 def fitted():
-    p = Preprocessor(max_char_length=6, max_sequence_length=50)
+    p = WordPreprocessor(max_char_length=6)
     p.fit(X, Y, F)
     return p
 
@@ -36,7 +32,7 @@ def test_json_round_trip_is_equal(fitted, tmp_path):
     path = tmp_path / "preprocessor.json"
     fitted.save(str(path))
     loaded = load_preprocessor(str(path))
-    assert type(loaded) is Preprocessor
+    assert type(loaded) is WordPreprocessor
     assert loaded.to_dict() == fitted.to_dict()
     assert json.loads(path.read_text(encoding="utf-8")) == json.loads(json.dumps(fitted.to_dict()))
     # and it encodes exactly as the original
@@ -50,7 +46,7 @@ def test_json_round_trip_is_equal(fitted, tmp_path):
 
 def test_real_data_round_trip(date_corpus, tmp_path):
     x, y, f = date_corpus
-    p = Preprocessor(30)
+    p = WordPreprocessor(30)
     p.fit(x, y, f)
     p.save(str(tmp_path / "p.json"))
     assert load_preprocessor(str(tmp_path / "p.json")).to_dict() == p.to_dict()
@@ -69,14 +65,14 @@ def test_vocabularies(fitted):
 
 def test_feature_columns_with_many_values_are_not_categorical():
     features = [[[f"w{i}", "CAP" if i % 2 else "NOCAP"] for i in range(40)]]
-    p = Preprocessor()
+    p = WordPreprocessor()
     p.fit([[f"t{i}" for i in range(40)]], [["O"] * 40], features)
     assert p.features_indices == [1]
     assert p.feature_vocab_sizes == [2 + 2]
 
 
 def test_unseen_characters_map_to_unk():
-    fitted = Preprocessor(max_char_length=6)
+    fitted = WordPreprocessor(max_char_length=6)
     fitted.fit(X, Y)
     corpus = fitted.encode([["Jüne", "😀"]])
     batch = fitted.padded_batch(corpus, np.array([0]))
@@ -127,77 +123,8 @@ def test_padded_batch_pads_to_the_batch(fitted):
     assert fitted.padded_batch(long, np.array([0]))["chars"].shape == (1, 1, 6)  # max_char_length
 
 
-# -- windows --------------------------------------------------------------------------------------
-CASES = [(length, size, stride) for length in range(0, 61) for size in range(1, 21)
-         for stride in [None] + list(range(1, size + 3))]
-
-
-def check_windows(length, size, stride):
-    spans = windows(length, size, stride)
-    kept = np.zeros(length, dtype=int)
-    for start, end, keep_from, keep_to in spans:
-        assert 0 <= start <= end <= length
-        assert end - start <= size
-        assert 0 <= keep_from <= keep_to <= end - start
-        kept[start + keep_from:start + keep_to] += 1
-    assert kept.tolist() == [1] * length, (length, size, stride, spans)
-    return spans
-
-
-def test_windows_keep_every_position_exactly_once():
-    for case in CASES:
-        check_windows(*case)
-
-
-def test_windows_without_stride_do_not_overlap():
-    for length in range(1, 80):
-        for size in range(1, 25):
-            spans = check_windows(length, size, None)
-            assert [s for s, *_ in spans] == list(range(0, length, size))
-            assert all(keep_from == 0 and keep_to == end - start
-                       for start, end, keep_from, keep_to in spans)
-
-
-def test_windows_keep_each_position_where_it_has_most_context():
-    for length in range(1, 61):
-        for size in range(2, 21):
-            for stride in range(1, size):
-                spans = check_windows(length, size, stride)
-                for position in range(length):
-                    margins = [min(position - s, e - 1 - position)
-                               for s, e, _, _ in spans if s <= position < e]
-                    chosen = [(s, e) for s, e, a, b in spans if s + a <= position < s + b][0]
-                    assert min(position - chosen[0], chosen[1] - 1 - position) == max(margins)
-
-
-def test_windows_property_random(rng):
-    for _ in range(300):
-        size = int(rng.integers(1, 400))
-        stride = [None, int(rng.integers(1, size + 1))][int(rng.integers(0, 2))]
-        check_windows(int(rng.integers(0, 3000)), size, stride)
-
-
-# -- merging row predictions ------------------------------------------------------------------------
-def positions_per_row(corpus):
-    """What a model 'predicts' for a row: the absolute position of each of its tokens."""
-    return [corpus.row_offset[r] + np.arange(corpus.row_length[r])
-            for r in range(corpus.num_rows)]
-
-
-@pytest.mark.parametrize("size, stride", [(None, None), (1, None), (3, None), (4, 2), (5, 1),
-                                          (7, 3), (50, None)])
-def test_merge_row_predictions_restores_every_position(size, stride):
-    lengths = np.array([0, 1, 2, 7, 13, 50, 101])
-    rows = rows_from_windows(lengths, size, stride)
-    corpus = EncodedCorpus(lengths, *rows)
-    if size:
-        assert corpus.row_length.max() <= size
-    merged = merge_row_predictions(corpus, positions_per_row(corpus), np.int64)
-    assert [m.tolist() for m in merged] == [list(range(n)) for n in lengths]
-
-
 def test_encode_with_window_size_rows_cover_sequences():
-    fitted = Preprocessor()
+    fitted = WordPreprocessor()
     fitted.fit(X, Y)
     x = [["a"] * 23, ["b"] * 3]
     corpus = fitted.encode(x, window_size=10)
@@ -222,3 +149,12 @@ def test_load_preprocessor_errors(tmp_path, content):
 def test_load_preprocessor_missing(tmp_path):
     with pytest.raises(ModelLoadError, match="missing"):
         load_preprocessor(str(tmp_path / "absent.json"))
+
+
+def test_every_family_preprocessor_is_a_preprocessor():
+    from delft.sequenceLabelling.models import PREPROCESSORS
+
+    for kind, cls in PREPROCESSORS.items():
+        assert issubclass(cls, Preprocessor) and cls.kind == kind
+        for method in ("encode", "padded_batch", "batch_signature", "from_dict"):
+            assert getattr(cls, method) is not getattr(Preprocessor, method), (cls, method)

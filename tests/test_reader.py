@@ -1,5 +1,4 @@
 """Tests of the data readers: GROBID feature matrices, CoNLL, CoNLL-2012 and TEI, good input and bad."""
-import doctest
 import gzip
 import io
 import time
@@ -74,10 +73,6 @@ def as_lists(array):
 
 def assert_labelled(result, x=LABELLED_X, y=LABELLED_Y, f=LABELLED_F):
     assert [as_lists(array) for array in result] == [x, y, f]
-
-
-def test_doctests():
-    assert doctest.testmod(reader).failed == 0
 
 
 # ----------------------------------------------------------------------------- labels

@@ -12,7 +12,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from conftest import MODEL_NAME, crf_sequences, token_accuracy, unlabelled_matrix
+from conftest import loaded_sequence, MODEL_NAME, crf_sequences, token_accuracy, unlabelled_matrix
 from delft.sequenceLabelling import Sequence, evaluation
 from delft.utilities.tokenizer import tokenize, tokenize_with_offsets
 
@@ -58,12 +58,17 @@ def test_eval_matches_seqeval_on_real_predictions(trained_date):
     assert scores["micro"]["support"] == int(reference["micro avg"]["support"])
 
 
-def test_eval_prints_report(trained_date, capsys):
-    trained_date.model.eval(trained_date.x_eval[:20], trained_date.y_eval[:20])
-    out = capsys.readouterr().out
-    assert "all (micro avg.)" in out
+def test_eval_logs_report_and_prints_nothing(trained_date, capsys, caplog):
+    import logging
+
+    with caplog.at_level(logging.DEBUG, logger="delft"):
+        scores = trained_date.model.eval(trained_date.x_eval[:20], trained_date.y_eval[:20])
+    assert capsys.readouterr().out == ""  # the library never writes to stdout
+    logged = caplog.text
+    assert f"F1 {scores['micro']['f1']:.4f}" in logged
+    assert "all (micro avg.)" in logged
     for name in DATE_TYPES:
-        assert name in out
+        assert name in logged
 
 
 # -- tag: JSON, TEI ---------------------------------------------------------------------------
@@ -337,7 +342,7 @@ def test_nfold_validates_every_sequence_once(trained_date, monkeypatch):
 
 def test_incremental_training_grows_the_model(trained_date, tmp_path):
     model = Sequence(MODEL_NAME, max_epoch=1, batch_size=20, recurrent_dropout=0.0, seed=3)
-    model.load(dir_path=str(trained_date.models_dir))
+    model.load(str(trained_date.models_dir))
     old_labels = list(model.p.label_vocabulary.labels)
     old_chars = dict(model.p.char_index)
     new_chars = ["ǂ", "ʬ", "ꙮ"]
@@ -357,7 +362,7 @@ def test_incremental_training_grows_the_model(trained_date, tmp_path):
     assert [t for t, _ in model.tag([["ꙮ", "ǂ", "2020"]], None)[0]] == ["ꙮ", "ǂ", "2020"]
     # the grown model is consistent on disk too
     model.save(str(tmp_path))
-    again = Sequence(MODEL_NAME).load(dir_path=str(tmp_path))
+    again = loaded_sequence(MODEL_NAME, str(tmp_path))
     assert again.p.num_labels == model.p.num_labels
     assert again.tag(trained_date.x_eval[:10], None) == model.tag(trained_date.x_eval[:10], None)
 
@@ -400,7 +405,7 @@ def test_features_architecture_trains_and_tags(trained_date, tmp_path):
     # GROBID's path for a features model: load, read the matrix, tag with features=f_all
     model.save(str(tmp_path))
     loaded = Sequence("date-BidLSTM_CRF_FEATURES")
-    loaded.load(dir_path=str(tmp_path))
+    loaded.load(str(tmp_path))
     sequences = crf_sequences(trained_date.corpus_path, limit=15)
     x_all, f_all = load_data_crf_string(unlabelled_matrix(sequences))
     assert loaded.tag(x_all, None, features=f_all) == model.tag(x_all, None, features=f_all)

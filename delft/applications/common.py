@@ -1,55 +1,92 @@
-"""What the application scripts share: options, the 90/10 splits, and train / eval / tag flows.
+"""What the application scripts share: options, the 90/10 splits, and the one train / eval / tag flow.
 
 Each script (grobidTagger, nerTagger, insultTagger) only says how to read its data and which
-defaults its models take; a user's error (bad file, bad option) ends as one line on stderr.
+defaults its models take. Options are generated from the config fields (a flag *is* a field, see
+``delft.sequenceLabelling.config``); a user's error (bad file, bad option) ends as one line on
+stderr; results (evaluation reports, tagged output) go to stdout, logs to stderr.
 """
 import argparse
 import functools
 import logging
 import os
 import sys
+from dataclasses import dataclass
+from typing import Callable, Optional
 
-from delft.utilities.errors import DelftError
+from delft.utilities.errors import ConfigurationError, DataFormatError, DelftError, ModelLoadError
 
 DEFAULT_OUTPUT = "data/models/sequenceLabelling/"
+TRANSFORMER_MAX_LENGTH = 512
+# options DeLFT scripts pass that have nothing to act on here: refused, never silently ignored
+REFUSED_OPTIONS = {
+    "use_ELMo": "ELMo is not supported: use a transformer (--transformer)",
+    "wandb": "Weights & Biases reporting is not available (no network); each model folder keeps "
+             "history.json and training_curve.png",
+    "num_workers": "batches are padded in one background thread: there are no data workers to "
+                   "set",
+}
 
 
 def add_common_options(parser, architecture_default="BidLSTM_CRF"):
-    """Options every tagger takes; each maps to a ``Sequence`` argument of the same name."""
+    """The action, one option per config field, and the options of the application itself."""
+    from delft.sequenceLabelling.config import ModelConfig, TrainingConfig, add_config_options
     parser.add_argument("action", choices=["train", "train_eval", "eval", "tag"])
-    parser.add_argument("--architecture", default=architecture_default,
-                        help="BidLSTM_CRF (default), BidLSTM, BidLSTM_CRF_FEATURES, BERT_CRF, ...")
-    parser.add_argument("--transformer", default=None,
-                        help="local Hugging Face checkpoint directory (or registered name)")
-    parser.add_argument("--embedding", default=None, help="word embeddings (not available offline)")
-    parser.add_argument("--use-ELMo", action="store_true", help="not supported (kept for scripts)")
-    parser.add_argument("--fold-count", type=int, default=1)
+    add_config_options(parser, ModelConfig, TrainingConfig)
+    parser.set_defaults(architecture=None, default_architecture=architecture_default)
     parser.add_argument("--input", default=None, help="training/evaluation/tagging data file")
-    parser.add_argument("--output", default=DEFAULT_OUTPUT, help="directory of saved models")
+    parser.add_argument("--output", default=None,
+                        help=f"directory of saved models (default: {DEFAULT_OUTPUT})")
     parser.add_argument("--input-model", default=None,
                         help="directory holding the model to load (eval, tag, --incremental)")
-    parser.add_argument("--max-sequence-length", type=int, default=None)
-    parser.add_argument("--batch-size", type=int, default=None, help="global batch size")
-    parser.add_argument("--patience", type=int, default=None)
-    parser.add_argument("--learning-rate", type=float, default=None)
-    parser.add_argument("--max-epoch", type=int, default=None)
-    parser.add_argument("--recurrent-dropout", type=float, default=None)
-    parser.add_argument("--lr-schedule", default="plateau", choices=["plateau", "exponential"],
-                        help="reduce the learning rate on a validation plateau (DeLFT 1.2) or "
-                             "every epoch (DeLFT 0.4.6); factor 0.9")
-    parser.add_argument("--early-stop", dest="early_stop", action="store_true", default=True)
-    parser.add_argument("--no-early-stop", dest="early_stop", action="store_false")
     parser.add_argument("--multi-gpu", action="store_true",
                         help="mirror over all GPUs (or DELFT_CPU_REPLICAS logical CPUs)")
-    parser.add_argument("--incremental", action="store_true")
-    parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--window-stride", type=int, default=None,
-                        help="overlap long texts in windows of max length, this stride apart")
+    parser.add_argument("--incremental", action="store_true",
+                        help="continue training the model of --input-model (or --output)")
     parser.add_argument("--output-format", default="json", choices=["json", "iob", "TEI"])
-    parser.add_argument("--num-workers", type=int, default=None,
-                        help="accepted for DeLFT scripts; tf.data prefetches in its own threads")
-    parser.add_argument("--wandb", action="store_true", help="not supported here (no network)")
+    parser.add_argument("--use-ELMo", dest="use_ELMo", action="store_true",
+                        help=argparse.SUPPRESS)
+    parser.add_argument("--wandb", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--num-workers", type=int, default=None, help=argparse.SUPPRESS)
     return parser
+
+
+def parse(parser, argv):
+    """Parse ``argv``; options without effect here are refused in one line."""
+    args = parser.parse_args(argv)
+    for name, reason in REFUSED_OPTIONS.items():
+        if getattr(args, name, None):
+            raise ConfigurationError(f"--{name.replace('_', '-')}: {reason}")
+    if args.architecture is None:
+        args.architecture = args.default_architecture
+    from delft.sequenceLabelling.models import architecture
+
+    architecture(args.architecture)  # an unknown name is one line naming the known ones
+    args.models_dir = args.output or DEFAULT_OUTPUT
+    return args
+
+
+def model_options(args, rnn_defaults, transformer_defaults):
+    """``Sequence`` keyword arguments: each option given, else the defaults of the architecture's
+    family for this model, else the field's own (transformers capped at 512 subtokens)."""
+    from delft.sequenceLabelling.config import ModelConfig, TrainingConfig, config_values
+    from delft.sequenceLabelling.models import architecture
+
+    uses_transformer = architecture(args.architecture).family == "transformer"
+    defaults = transformer_defaults if uses_transformer else rnn_defaults
+    kwargs = dict(config_values(args, ModelConfig, defaults),
+                  **config_values(args, TrainingConfig, defaults))
+    if uses_transformer and "max_sequence_length" in kwargs:
+        kwargs["max_sequence_length"] = min(kwargs["max_sequence_length"], TRANSFORMER_MAX_LENGTH)
+    return kwargs
+
+
+@dataclass
+class DataSets:
+    """The data of an action, each ``(x, y, f)`` (f may be None) or None when not given."""
+
+    train: Optional[tuple] = None
+    valid: Optional[tuple] = None
+    test: Optional[tuple] = None
 
 
 def split(x, y, f, test_size, seed):
@@ -64,78 +101,121 @@ def split(x, y, f, test_size, seed):
     return tuple(first), tuple(second)
 
 
-def run_action(args, model_name, data, sequence_kwargs, load_tag_input):
-    """Run ``args.action`` for ``model_name`` on ``data`` = (x, y, f) (loaded lazily by callers)."""
+def concatenate(*sets):
+    """The ``(x, y, f)`` sets given, one after the other (None entries skipped)."""
+    import numpy as np
+
+    sets = [s for s in sets if s is not None]
+    features = None if any(s[2] is None for s in sets) else \
+        np.concatenate([s[2] for s in sets])
+    return (np.concatenate([s[0] for s in sets]), np.concatenate([s[1] for s in sets]), features)
+
+
+def run_action(args, model_name, read_sets: Callable[[], DataSets], sequence_kwargs,
+               tag: Callable, train_with_validation_set=False):
+    """Run ``args.action`` for ``model_name``: the one flow of every application.
+
+    ``read_sets()`` reads the data (before TensorFlow starts, so a bad file is one line in a
+    second). A missing validation set (and, for train_eval, evaluation set) is a seeded 10% split
+    of the training data; n-fold training and ``train_with_validation_set`` train on every
+    sequence given. ``tag(model)`` tags with the loaded model.
+    """
     from delft.sequenceLabelling import Sequence
-    from delft.utilities.devices import StrategyContext
+    from delft.utilities import devices
 
-    # read (and so check) the data before TensorFlow starts: a bad file is then one line on stderr
-    # in a second, not after TF's start-up logging
-    loaded = data() if args.action in ("train", "train_eval", "eval") else None
-    with StrategyContext(args.multi_gpu):
-        if args.action in ("train", "train_eval"):
-            x, y, f = loaded
-            model = Sequence(model_name, **sequence_kwargs)
-            if args.incremental:
-                model.load(args.input_model or args.output, multi_gpu=args.multi_gpu)
-                model.training_config = Sequence(model_name, **sequence_kwargs).training_config
-            if args.action == "train_eval":
-                (x, y, f), (x_eval, y_eval, f_eval) = split(x, y, f, 0.1, args.seed)
-            train, valid = split(x, y, f, 0.1, args.seed)
-            print(f"{len(train[0])} train sequences, {len(valid[0])} validation sequences"
-                  + (f", {len(x_eval)} evaluation sequences" if args.action == "train_eval" else ""),
-                  flush=True)
-            if args.fold_count > 1:
-                model.train_nfold(train[0], train[1], train[2], valid[0], valid[1], valid[2],
-                                  multi_gpu=args.multi_gpu)
-            else:
-                model.train(train[0], train[1], train[2], valid[0], valid[1], valid[2],
-                            incremental=args.incremental, multi_gpu=args.multi_gpu)
-            if args.action == "train_eval":
-                print("\nEvaluation:", flush=True)
-                model.eval(x_eval, y_eval, features=f_eval, multi_gpu=args.multi_gpu)
-            model.save(args.output)
-        elif args.action == "eval":
-            x, y, f = loaded
-            model = Sequence(model_name).load(args.input_model or args.output,
-                                               multi_gpu=args.multi_gpu)
-            model.eval(x, y, features=f, multi_gpu=args.multi_gpu)
+    model_path = os.path.join(args.input_model or args.models_dir, model_name)
+    if args.action in ("eval", "tag") or args.incremental:
+        if not os.path.isdir(model_path):  # said now, not after TensorFlow's start-up
+            raise ModelLoadError(f"{model_path}: no such model directory")
+    # every check that can fail runs before the data is read and TensorFlow starts
+    model = Sequence(model_name, **sequence_kwargs) if args.action in ("train", "train_eval") \
+        else None
+    sets = read_sets()
+    devices.get_strategy(args.multi_gpu)
+    if args.action in ("eval", "tag"):
+        model = Sequence(model_name)
+        model.load(args.input_model or args.models_dir, multi_gpu=args.multi_gpu)
+        if args.action == "tag":
+            tag(model)
         else:
-            model = Sequence(model_name).load(args.input_model or args.output,
-                                               multi_gpu=args.multi_gpu)
-            load_tag_input(model)
+            print_scores(model.eval(*sets.test, multi_gpu=args.multi_gpu))
+        return
+    train, valid, test = sets.train, sets.valid, sets.test
+    folds = sequence_kwargs.get("fold_number", 1)
+    if args.action == "train_eval" and test is None:
+        train, test = split(*train, 0.1, args.seed)
+    if train_with_validation_set or folds > 1:
+        train, valid = concatenate(train, valid), None
+    elif valid is None:
+        train, valid = split(*train, 0.1, args.seed)
+    logging.getLogger(__name__).info(
+        "%d train sequences, %d validation sequences%s", len(train[0]),
+        0 if valid is None else len(valid[0]),
+        f", {len(test[0])} evaluation sequences" if args.action == "train_eval" else "")
+    if args.incremental:
+        training_config = model.training_config
+        model.load(args.input_model or args.models_dir, multi_gpu=args.multi_gpu)
+        model.training_config = training_config
+    valid = valid or (None, None, None)
+    if folds > 1:
+        model.train_nfold(*train[:2], f_train=train[2], multi_gpu=args.multi_gpu)
+    else:
+        model.train(*train, *valid, incremental=args.incremental, multi_gpu=args.multi_gpu)
+    if args.action == "train_eval":
+        print_scores(model.eval(*test, multi_gpu=args.multi_gpu))
+    model.save(args.models_dir)
 
 
-TRANSFORMER_MAX_LENGTH = 512
+def print_scores(scores):
+    """The evaluation report on stdout (per fold, then their mean, for n-fold models)."""
+    from delft.sequenceLabelling.evaluation import format_report
+
+    for k, fold in enumerate(scores.get("folds", [scores])):
+        if "folds" in scores:
+            print(f"---- fold {k + 1}/{len(scores['folds'])}")
+        print(format_report(fold))
+    if "folds" in scores:
+        print(f"average micro F1 over {len(scores['folds'])} folds: "
+              f"{scores['micro_f1_mean']:.4f} (best fold {scores['best_fold'] + 1})")
+    sys.stdout.flush()
 
 
-def model_options(args, rnn_defaults, transformer_defaults):
-    """``Sequence`` arguments with the defaults of the architecture's family (transformers capped
-    at their 512-subtoken limit)."""
-    from delft.sequenceLabelling.models import architecture_family
+def existing_path(path, option, folder_allowed=False):
+    """``path`` if it exists (a file, or a folder where allowed), else a one-line error naming ``option``."""
+    if os.path.isdir(path) and folder_allowed:
+        return path
+    if os.path.isdir(path):
+        raise ConfigurationError(f"{option} {path}: is a folder, a file is expected")
+    if not os.path.exists(path):
+        raise ConfigurationError(f"{option} {path}: no such file")
+    return path
 
-    uses_transformer = architecture_family(args.architecture) == "transformer"
-    kwargs = sequence_options(args, transformer_defaults if uses_transformer else rnn_defaults)
-    if uses_transformer:
-        kwargs["max_sequence_length"] = min(kwargs["max_sequence_length"], TRANSFORMER_MAX_LENGTH)
-    return kwargs
+
+def check_text_file(path, option):
+    """``path`` if it is a readable UTF-8 text file, else a one-line error (before any model loads)."""
+    existing_path(path, option)
+    with open(path, "rb") as stream:
+        for line_number, line in enumerate(stream, start=1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise DataFormatError(path, line_number, f"not valid UTF-8 ({error.reason})") from None
+    return path
 
 
-def sequence_options(args, defaults):
-    """``Sequence`` keyword arguments: the options given, else the per-model ``defaults``."""
-    def pick(value, key, fallback):
-        return value if value is not None else defaults.get(key, fallback)
+def tag_text_file(model, file_in, output_format, file_out, multi_gpu, batch_size=None):
+    """``Sequence.tag_file`` on a text file (one text per line); bad UTF-8 is a one-line error."""
+    try:
+        model.tag_file(file_in, output_format, file_out, batch_size=batch_size,
+                       multi_gpu=multi_gpu)
+    except UnicodeDecodeError as error:
+        raise DataFormatError(file_in, None, f"not valid UTF-8 ({error.reason})") from None
 
-    return dict(architecture=args.architecture, transformer_name=args.transformer,
-                embeddings_name=args.embedding, use_ELMo=args.use_ELMo,
-                max_sequence_length=pick(args.max_sequence_length, "max_sequence_length", 3000),
-                batch_size=pick(args.batch_size, "batch_size", 20),
-                max_epoch=pick(args.max_epoch, "max_epoch", 60),
-                patience=pick(args.patience, "patience", 5),
-                recurrent_dropout=pick(args.recurrent_dropout, "recurrent_dropout", 0.0),
-                learning_rate=args.learning_rate, early_stop=args.early_stop,
-                fold_number=args.fold_count, seed=args.seed, window_stride=args.window_stride,
-                lr_schedule=args.lr_schedule)
+
+def add_tag_options(parser):
+    parser.add_argument("--file-in", default=None, help="tag: text file, one text per line")
+    parser.add_argument("--file-out", default=None, help="tag: output file (default: stdout)")
+    return parser
 
 
 def user_errors_are_one_line(main):
@@ -156,13 +236,10 @@ def command_for(main):
     process ends with its exit code, skipping the interpreter's teardown of TensorFlow's objects
     (about 1 s of a 15 s train_eval, and nothing to save).
 
-    Output is flushed and the strategies closed first; in-process users call ``main`` instead.
+    Output is flushed first; in-process users call ``main`` instead.
     """
     def command():
         code = main()
-        from delft.utilities import devices
-
-        devices.close_strategies()
         logging.shutdown()
         sys.stdout.flush()
         sys.stderr.flush()

@@ -18,8 +18,6 @@ if __package__ in (None, ""):  # run as a script: python delft/applications/insu
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from delft.applications import common  # noqa: E402
-from delft.applications.nerTagger import (add_tag_options, check_text_file,  # noqa: E402
-                                          existing_path, run_with_sets, tag_text_file)
 from delft.utilities.errors import ConfigurationError  # noqa: E402
 
 # DeLFT's insultTagger defaults: batch 20, max length 300, 50 epochs, patience 5 (transformers 10/3)
@@ -39,9 +37,8 @@ def shared_toxic_file(name):
 def read_tei(path, option):
     from delft.sequenceLabelling.reader import load_data_and_labels_xml_file
 
-    existing_path(path, option)
-    print(f"reading {path}", flush=True)
-    return load_data_and_labels_xml_file(path)
+    common.existing_path(path, option)
+    return (*load_data_and_labels_xml_file(path), None)
 
 
 def write_tagged(model, texts, output_format, file_out, multi_gpu):
@@ -70,41 +67,46 @@ def parser():
     common.add_common_options(result)
     result.add_argument("--valid", default=None, help="validation file (TEI)")
     result.add_argument("--test", default=None, help="evaluation file of train_eval and eval (TEI)")
-    return add_tag_options(result)
+    return common.add_tag_options(result)
 
 
 @common.user_errors_are_one_line
 def main(argv=None):
-    args = parser().parse_args(argv)
+    args = common.parse(parser(), argv)
     kwargs = common.model_options(args, RNN_DEFAULTS, TRANSFORMER_DEFAULTS)
     model_name = f"insult-{args.architecture}"
 
-    sets = {}
-    if args.action in ("train", "train_eval"):
-        train_path, valid_path = args.input, args.valid
-        if train_path is None:
-            train_path = shared_toxic_file("corrected.xml")
-            if valid_path is None and os.path.isfile(shared_toxic_file("valid.xml")):
-                valid_path = shared_toxic_file("valid.xml")
-        sets = dict(train=read_tei(train_path, "--input"),
-                    valid=None if valid_path is None else read_tei(valid_path, "--valid"),
-                    test=read_tei(args.test, "--test") if args.action == "train_eval" and args.test
-                    else None)
-    elif args.action == "eval":
-        test_path, option = (args.test, "--test") if args.test else (args.input, "--input")
+    def read_sets():
+        if args.action in ("train", "train_eval"):
+            train_path, valid_path = args.input, args.valid
+            if train_path is None:
+                train_path = shared_toxic_file("corrected.xml")
+                if valid_path is None and os.path.isfile(shared_toxic_file("valid.xml")):
+                    valid_path = shared_toxic_file("valid.xml")
+            return common.DataSets(
+                train=read_tei(train_path, "--input"),
+                valid=None if valid_path is None else read_tei(valid_path, "--valid"),
+                test=read_tei(args.test, "--test") if args.action == "train_eval" and args.test
+                else None)
+        if args.action == "eval":
+            return common.DataSets(test=read_tei(test_path, test_option))
+        return common.DataSets()
+
+    if args.action == "eval":
+        test_path, test_option = (args.test, "--test") if args.test else (args.input, "--input")
         if not test_path:
             raise ConfigurationError("eval needs --test FILE (TEI with <rs type=...> annotations)")
-        sets = dict(test=read_tei(test_path, option))
-    elif args.file_in:
-        check_text_file(args.file_in, "--file-in")
+    elif args.action == "tag" and args.file_in:
+        common.check_text_file(args.file_in, "--file-in")
 
     def tag(model):
         if args.file_in:
-            tag_text_file(model, args.file_in, args.output_format, args.file_out, args.multi_gpu)
+            common.tag_text_file(model, args.file_in, args.output_format, args.file_out,
+                                 args.multi_gpu, args.batch_size)
         else:
             write_tagged(model, EXAMPLES, args.output_format, args.file_out, args.multi_gpu)
 
-    run_with_sets(args, model_name, kwargs, tag=tag, **sets)
+    common.run_action(args, model_name, read_sets, kwargs, tag)
     return 0
 
 

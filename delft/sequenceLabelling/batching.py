@@ -1,4 +1,4 @@
-"""Batching on tf.data: rows grouped by similar length, padded per batch, split across replicas.
+"""Batching: rows grouped by similar length, padded per batch, split across replicas.
 
 A *global batch* is what ``--batch-size`` says; under a strategy with N replicas it is split into N
 contiguous slices of sizes that differ by at most one, so no example is ever dropped and a ragged
@@ -7,11 +7,22 @@ copy of one with weight 0 and index -1: it adds nothing to the loss, the gradien
 and no layer ever sees an empty batch. Every slice carries the rows' positions (``index``) so that
 predictions are put back in input order, and the size of its global batch (``global_count``) so that
 the loss of a step is the same on 1 or N replicas.
+
+Slices are padded in numpy (a vectorised gather per batch) and handed to the compiled step as its
+arguments, one per local replica (:class:`ReplicaFeeder`); each worker pads only its own replicas'
+slices. There is no ``tf.data.Dataset.from_generator`` on this path: its Python callback, run from
+TensorFlow's own threads, cost 70-120 ms per call to build, kept every call's corpus alive for the
+life of the process, made identical calls take 1x or 2x, and printed tracebacks under JEP's
+sub-interpreters (measurements in doc/multi-gpu.md).
 """
+import logging
 import math
+import queue
+import threading
 
 import numpy as np
-import tensorflow as tf
+
+logger = logging.getLogger(__name__)
 
 POOL_BATCHES = 50
 
@@ -67,58 +78,112 @@ def replica_bounds(num_examples, num_replicas):
 
 
 def global_batch_size(batch_size, num_replicas):
-    """The global batch rounded up to a multiple of the replica count (with a notice)."""
+    """The global batch rounded up to a multiple of the replica count (with a logged notice)."""
     if batch_size % num_replicas:
         rounded = math.ceil(batch_size / num_replicas) * num_replicas
-        print(f"batch size {batch_size} is not a multiple of the {num_replicas} replicas: "
-              f"using {rounded}")
+        logger.warning("batch size %d is not a multiple of the %d replicas: using %d",
+                       batch_size, num_replicas, rounded)
         return rounded
     return batch_size
 
 
-def distributed_dataset(strategy, preprocessor, corpus, batches, label_ids=None):
-    """A distributed tf.data dataset: each global batch that ``batches()`` yields becomes one step.
+class ReplicaFeeder:
+    """Global batches to the slices of this worker's replicas, and those to a compiled step.
 
-    ``batches`` is called when the dataset is iterated; it may yield forever (epoch after epoch,
-    or the same validation batches again), so that one iterator serves a whole training run.
+    ``step_signature`` gives a step's ``input_signature``: one batch dict per local replica, so
+    that the step is traced once whatever the batch shapes; inside the step, ``distribute``
+    turns that list into the strategy's per-replica value.
     """
-    num_replicas = strategy.num_replicas_in_sync
-    signature = dict(preprocessor.batch_signature(label_ids is not None),
-                     index=tf.TensorSpec([None], tf.int32),
-                     weights=tf.TensorSpec([None], tf.float32),
-                     global_count=tf.TensorSpec([], tf.int32))
 
-    def dataset_fn(input_context):
-        local_replicas = num_replicas // input_context.num_input_pipelines
-        first = input_context.input_pipeline_id * local_replicas
+    def __init__(self, strategy, preprocessor):
+        self.strategy = strategy
+        self.preprocessor = preprocessor
+        self.num_replicas = strategy.num_replicas_in_sync
+        ids = strategy.experimental_local_results(
+            strategy.experimental_distribute_values_from_function(
+                lambda context: context.replica_id_in_sync_group))
+        self.local_replicas = [int(i) for i in ids]
 
-        def slices():
-            for rows in batches():
-                batch = preprocessor.padded_batch(corpus, rows, label_ids)
-                batch["index"] = rows.astype(np.int32)
-                batch["weights"] = np.ones(len(rows), dtype=np.float32)
-                bounds = replica_bounds(len(rows), num_replicas)
-                for start, end in bounds[first:first + local_replicas]:
-                    if start == end:
-                        part = {key: value[:1] for key, value in batch.items()}
-                        part["index"] = np.full(1, -1, dtype=np.int32)
-                        part["weights"] = np.zeros(1, dtype=np.float32)
-                    else:
-                        part = {key: value[start:end] for key, value in batch.items()}
-                    part["global_count"] = np.int32(len(rows))
-                    yield part
+    def step_signature(self, with_labels):
+        import tensorflow as tf
 
-        dataset = tf.data.Dataset.from_generator(slices, output_signature=signature)
-        return dataset.prefetch(tf.data.AUTOTUNE)
+        signature = dict(self.preprocessor.batch_signature(with_labels),
+                         index=tf.TensorSpec([None], tf.int32),
+                         weights=tf.TensorSpec([None], tf.float32),
+                         global_count=tf.TensorSpec([], tf.int32))
+        return [[signature] * len(self.local_replicas)]
 
-    return strategy.distribute_datasets_from_function(dataset_fn)
+    def distribute(self, slices):
+        """Inside a step: the list of local slices as one per-replica value of the strategy."""
+        first = self.local_replicas[0]
+        return self.strategy.experimental_distribute_values_from_function(
+            lambda context: slices[context.replica_id_in_sync_group - first])
+
+    def slices(self, corpus, rows, label_ids=None):
+        """The padded slices of the global batch ``rows`` that this worker's replicas take."""
+        bounds = replica_bounds(len(rows), self.num_replicas)
+        width = int(corpus.row_length[rows].max())
+        parts = []
+        for replica in self.local_replicas:
+            start, end = bounds[replica]
+            empty = start == end
+            part_rows = rows[:1] if empty else rows[start:end]
+            batch = self.preprocessor.padded_batch(corpus, part_rows, label_ids, width)
+            batch["index"] = (np.full(1, -1) if empty else part_rows).astype(np.int32)
+            batch["weights"] = np.full(len(part_rows), 0.0 if empty else 1.0, dtype=np.float32)
+            batch["global_count"] = np.int32(len(rows))
+            parts.append(batch)
+        return parts
+
+
+def prefetched(items, depth=2):
+    """Iterate ``items`` computed ``depth`` ahead in a background thread (padding overlaps the
+    device's step); an exception there is raised here, and stopping early stops the thread."""
+    buffer = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def put(entry):
+        while not stop.is_set():
+            try:
+                buffer.put(entry, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce():
+        try:
+            for item in items:
+                if not put((item, None)):
+                    return
+            put((done, None))
+        except BaseException as error:  # handed to the consumer, raised there
+            put((done, error))
+
+    thread = threading.Thread(target=produce, name="delft-batches", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item, error = buffer.get()
+            if error is not None:
+                raise error
+            if item is done:
+                return
+            yield item
+    finally:
+        stop.set()
+        thread.join()
 
 
 def dummy_batch(signature):
-    """A one-row, one-word batch of zeros matching ``signature``: enough to build a model's weights."""
+    """A small batch of zeros matching ``signature``: enough to build a model's weights.
+
+    Free dimensions are 2 wide (a 1-wide key axis makes Keras warn about a softmax over one key).
+    """
     batch = {}
     for key, spec in signature.items():
-        shape = [1 if d is None else d for d in spec.shape]
+        shape = [2 if d is None else d for d in spec.shape]
         batch[key] = np.zeros(shape, dtype=spec.dtype.as_numpy_dtype)
     batch["lengths"] = np.ones(batch["lengths"].shape, dtype=np.int32)
     return batch

@@ -1,35 +1,107 @@
-"""Configuration objects: what a model is (saved as config.json) and how it is trained.
+"""The one source of settings: what a model is (saved as config.json) and how it is trained.
 
-Every CLI option maps straight to one field here, as in HF's run_ner.py.
+Each field carries its help, its command-line flag and its allowed range, as Hugging Face's
+``HfArgumentParser`` dataclasses do: the CLIs generate their options from these fields
+(:func:`add_config_options`), ``Sequence`` fills them from its DeLFT-named arguments, and
+:meth:`ModelConfig.load` checks a saved ``config.json`` against them.
 """
+import argparse
 import dataclasses
 import json
+import typing
 from dataclasses import dataclass, field
 from typing import List, Optional
+
+from delft.utilities.errors import ConfigurationError
+
+COMPUTE_DTYPES = ("float32", "mixed_bfloat16", "mixed_float16")
+LR_SCHEDULES = ("plateau", "exponential")
+
+
+def option(default, help, flag=None, minimum=None, maximum=None, choices=None, cli=True):
+    """A config field with its help, its flag (default ``--field-name``), range and choices."""
+    metadata = {"help": help, "flag": flag, "min": minimum, "max": maximum, "choices": choices,
+                "cli": cli}
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+def parse_indices(text: str) -> List[int]:
+    """Column indices from ``"9-30"``, ``"0,2,5-7"`` or ``"[0, 2]"`` (ranges include both ends).
+
+    >>> parse_indices("9-12"), parse_indices("0,2,5-6")
+    ([9, 10, 11, 12], [0, 2, 5, 6])
+    """
+    indices = []
+    for part in text.strip().strip("[]").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        first, dash, last = part.partition("-")
+        try:
+            start, end = int(first), int(last if dash else first)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an index or a range: {part!r}") from None
+        if start < 0 or end < start:
+            raise argparse.ArgumentTypeError(f"not an increasing range of indices: {part!r}")
+        indices.extend(range(start, end + 1))
+    return indices
+
+
+def parse_bool(text: str) -> bool:
+    """DeLFT's ``--early-stop true|false`` (any case; a prefix such as ``t`` or ``f`` too)."""
+    value = str(text).strip().lower()
+    if value and "true".startswith(value):
+        return True
+    if value and "false".startswith(value):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
 @dataclass
 class ModelConfig:
     """Everything needed to rebuild a trained model; written to ``config.json`` beside its weights."""
 
-    model_name: str = "model"
-    architecture: str = "BidLSTM_CRF"
-    embeddings_name: Optional[str] = None
-    word_embedding_size: int = 0
-    char_emb_size: int = 25
-    max_char_length: int = 30
-    char_lstm_units: int = 25
-    word_lstm_units: int = 100
-    max_sequence_length: int = 300
-    dropout: float = 0.5
-    recurrent_dropout: float = 0.25
-    batch_size: int = 20
-    features_indices: Optional[List[int]] = None
-    features_embedding_size: int = 4
-    features_lstm_units: int = 4
-    transformer_name: Optional[str] = None
-    window_stride: Optional[int] = None
-    delft_version: str = ""
+    model_name: str = option("model", "the model's name, the folder it is saved in", cli=False)
+    architecture: str = option(
+        "BidLSTM_CRF", "architecture: BidLSTM_CRF, BidLSTM_CRF_FEATURES, BidLSTM_ChainCRF(_FEATURES), "
+                       "BidLSTM, BERT_CRF, BERT_CRF_FEATURES, BERT_CRF_CHAR(_FEATURES), BERT...")
+    embeddings_name: Optional[str] = option(
+        None, "static word embeddings: a name of the resource registry, or a file",
+        flag="--embedding")
+    word_embedding_size: int = option(0, "width of the word embeddings", minimum=0, cli=False)
+    char_emb_size: int = option(25, "character embedding width", minimum=1)
+    max_char_length: int = option(30, "characters of a token the model reads", minimum=1)
+    char_lstm_units: int = option(25, "units of the character BiLSTM, per direction", minimum=1)
+    word_lstm_units: int = option(100, "units of the word BiLSTM, per direction", minimum=1)
+    max_sequence_length: int = option(
+        300, "longest row the model sees at training; longer sequences are cut into windows "
+             "(never truncated)", minimum=1)
+    dropout: float = option(0.5, "dropout around the word encoder", minimum=0.0, maximum=0.99)
+    recurrent_dropout: float = option(0.25, "recurrent dropout of the word BiLSTM",
+                                      minimum=0.0, maximum=0.99)
+    batch_size: int = option(20, "global batch size (training and tagging)", minimum=1)
+    features_indices: Optional[List[int]] = option(
+        None, "feature columns to use, e.g. 9-30 or 0,2,5 (default: the categorical ones)")
+    features_embedding_size: int = option(4, "embedding width of a feature value", minimum=1)
+    features_lstm_units: int = option(4, "units of the features encoder", minimum=1)
+    transformer_name: Optional[str] = option(
+        None, "local Hugging Face checkpoint directory (or registered name)", flag="--transformer")
+    window_stride: Optional[int] = option(
+        None, "overlap long texts in windows of the max length, this stride apart", minimum=1)
+    compute_dtype: Optional[str] = option(
+        None, "transformer encoder compute dtype (mixed_bfloat16 for accelerators with bfloat16 "
+              "units)", choices=COMPUTE_DTYPES)
+    freeze_word_embeddings: bool = option(
+        True, "keep the transformer's word-piece table as the checkpoint has it (same F1, "
+              "faster, less memory); false fine-tunes it as DeLFT does")
+    head_lr_multiplier: float = option(
+        50.0, "transformers: how much faster than the encoder the dense head learns", minimum=0.0)
+    crf_lr_multiplier: float = option(
+        500.0, "transformers: how much faster than the encoder the CRF transitions learn",
+        minimum=0.0)
+    delft_version: str = option("", "the delft version that saved the model", cli=False)
 
     def save(self, path):
         with open(path, "w", encoding="utf-8") as out:
@@ -37,34 +109,141 @@ class ModelConfig:
 
     @classmethod
     def load(cls, path):
+        """Read ``config.json``; unknown keys are ignored, known ones checked (one-line errors)."""
         with open(path, encoding="utf-8") as stream:
             values = json.load(stream)
+        if not isinstance(values, dict):
+            raise ValueError("not a JSON object")
         known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in values.items() if k in known})
+        return cls(**{k: v for k, v in values.items() if k in known}).validated(path)
+
+    def validated(self, source="config"):
+        return check_fields(self, source)
 
 
 @dataclass
 class TrainingConfig:
     """How a model is trained; not needed to tag, so not saved with the model."""
 
-    batch_size: int = 20
-    optimizer: str = "adam"
-    learning_rate: Optional[float] = None
-    lr_decay: float = 0.9
-    lr_schedule: str = "plateau"
-    clip_gradients: float = 5.0
-    max_epoch: int = 50
-    early_stop: bool = True
-    patience: int = 5
-    fold_number: int = 1
-    seed: Optional[int] = None
-    multi_gpu: bool = False
-    weight_decay: float = 0.01
-    warmup_ratio: float = 0.1
-    plot_path: Optional[str] = None
-    extra: dict = field(default_factory=dict)
+    optimizer: str = option("adam", "accepted for DeLFT scripts: Adam (AdamW for transformers)",
+                            cli=False)
+    learning_rate: Optional[float] = option(
+        None, "initial learning rate (default 1e-3, or 2e-5 with a transformer)", minimum=0.0)
+    lr_decay: float = option(0.9, "factor of each learning-rate reduction", minimum=0.0,
+                             maximum=1.0)
+    lr_schedule: str = option(
+        "plateau", "reduce the learning rate on a validation plateau (DeLFT 1.2) or every epoch "
+                   "(DeLFT 0.4.6)", choices=LR_SCHEDULES)
+    clip_gradients: float = option(5.0, "clip gradients to this global norm (0: no clipping)",
+                                   minimum=0.0)
+    max_epoch: int = option(50, "most epochs to train", minimum=1)
+    early_stop: bool = option(True, "stop when validation F1 stops improving (true|false)")
+    patience: int = option(5, "epochs without a better validation F1 before stopping",
+                           minimum=1)
+    fold_number: int = option(1, "train this many models on folds (n-fold)", flag="--fold-count",
+                              minimum=1)
+    seed: Optional[int] = option(None, "random seed (data order, splits, initial weights)")
+    weight_decay: float = option(0.01, "AdamW weight decay (transformers)", minimum=0.0)
+    warmup_ratio: float = option(0.1, "share of the steps of linear warm-up (transformers)",
+                                 minimum=0.0, maximum=1.0)
 
     def resolved_learning_rate(self, uses_transformer):
         if self.learning_rate is not None:
             return self.learning_rate
         return 2e-5 if uses_transformer else 1e-3
+
+    def validated(self, source="training config"):
+        return check_fields(self, source)
+
+
+def _field_types(config_class):
+    return typing.get_type_hints(config_class)
+
+
+def _base_type(annotation):
+    """``int`` for ``Optional[int]``, ``list`` for ``List[int]``..."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) is typing.Union and len(args) == 1:
+        return _base_type(args[0])
+    return typing.get_origin(annotation) or annotation
+
+
+def check_fields(config, source):
+    """Raise a one-line :class:`ConfigurationError` naming the first field of the wrong type or
+    out of its range; returns ``config``.
+
+    >>> check_fields(ModelConfig(word_lstm_units=-5), "config.json")
+    Traceback (most recent call last):
+    ...
+    delft.utilities.errors.ConfigurationError: config.json: word_lstm_units must be >= 1, not -5
+    """
+    hints = _field_types(type(config))
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if value is None and f.default is None:
+            continue
+        expected = _base_type(hints[f.name])
+        meta = f.metadata
+        if expected is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+            setattr(config, f.name, value)
+        if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+            raise ConfigurationError(f"{source}: {f.name} must be {expected.__name__}, not "
+                                     f"{value!r}")
+        if expected is list and not all(isinstance(v, int) and v >= 0 for v in value):
+            raise ConfigurationError(f"{source}: {f.name} must be a list of indices, not {value!r}")
+        if meta.get("min") is not None and value < meta["min"]:
+            raise ConfigurationError(f"{source}: {f.name} must be >= {meta['min']}, not {value!r}")
+        if meta.get("max") is not None and value > meta["max"]:
+            raise ConfigurationError(f"{source}: {f.name} must be <= {meta['max']}, not {value!r}")
+        if meta.get("choices") and value not in meta["choices"]:
+            raise ConfigurationError(f"{source}: {f.name} must be one of "
+                                     f"{', '.join(meta['choices'])}, not {value!r}")
+    return config
+
+
+def cli_fields(*config_classes):
+    """The fields of ``config_classes`` that are command-line options, in declaration order."""
+    return [f for cls in config_classes for f in dataclasses.fields(cls) if f.metadata["cli"]]
+
+
+def add_config_options(parser, *config_classes):
+    """Add one option per config field: the flag is the field; its default is None (not given),
+    so that per-model defaults can apply before the field's own (:func:`config_values`)."""
+    hints = {}
+    for cls in config_classes:
+        hints.update(_field_types(cls))
+    for f in cli_fields(*config_classes):
+        flag = f.metadata["flag"] or "--" + f.name.replace("_", "-")
+        help_text = f"{f.metadata['help']} (default: per model, else {_default_of(f)})"
+        kind = _base_type(hints[f.name])
+        allowed = f.metadata["choices"]
+        if kind is bool:
+            parser.add_argument(flag, dest=f.name, nargs="?", const=True, default=None,
+                                type=parse_bool, metavar="true|false", help=help_text)
+            parser.add_argument("--no-" + flag[2:], dest=f.name, action="store_false",
+                                help=argparse.SUPPRESS)
+        elif kind is list:
+            parser.add_argument(flag, dest=f.name, type=parse_indices, default=None,
+                                metavar="INDICES", help=help_text)
+        else:
+            parser.add_argument(flag, dest=f.name, type=kind, default=None, choices=allowed,
+                                help=help_text)
+    return parser
+
+
+def _default_of(f):
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+
+
+def config_values(args, config_class, defaults=None):
+    """Field values of ``config_class`` from parsed ``args``: the option when given, else
+    ``defaults[name]`` (per-model tables), else nothing (the field's own default applies)."""
+    values = {}
+    for f in cli_fields(config_class):
+        given = getattr(args, f.name, None)
+        if given is not None:
+            values[f.name] = given
+        elif defaults and f.name in defaults:
+            values[f.name] = defaults[f.name]
+    return values

@@ -7,14 +7,16 @@ summed across replicas, clipped by their global norm, and applied once (see doc/
 import logging
 import sys
 import time
+from dataclasses import dataclass
+from typing import List, Optional
 
 import keras
 import numpy as np
 import tensorflow as tf
 
 from delft.sequenceLabelling import evaluation
-from delft.sequenceLabelling.batching import (batches_per_epoch, distributed_dataset,
-                                              global_batch_size, length_bucketed_batches)
+from delft.sequenceLabelling.batching import (ReplicaFeeder, batches_per_epoch, global_batch_size,
+                                              length_bucketed_batches, prefetched)
 from delft.sequenceLabelling.tagger import Predictor
 
 logger = logging.getLogger(__name__)
@@ -33,7 +35,12 @@ def make_optimizer(training_config, total_steps, uses_transformer):
 
 @keras.saving.register_keras_serializable(package="delft")
 class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
-    """Linear warm-up to ``peak`` over ``warmup_steps``, then linear decay to 0 at ``total_steps``."""
+    """Linear warm-up to ``peak`` over ``warmup_steps``, then linear decay to 0 at ``total_steps``.
+
+    >>> schedule = WarmupLinearDecay(1.0, 2, 4)
+    >>> [round(float(schedule(step)), 2) for step in range(5)]
+    [0.0, 0.5, 1.0, 0.5, 0.0]
+    """
 
     def __init__(self, peak, warmup_steps, total_steps):
         self.peak = peak
@@ -51,18 +58,33 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
                 "total_steps": self.total_steps}
 
 
+@dataclass
+class EarlyStopping:
+    """Where early stopping and the plateau schedule stand after each epoch."""
+
+    best_f1: float = -1.0
+    best_epoch: int = 0
+    best_weights: Optional[List[np.ndarray]] = None
+    wait: int = 0
+    plateau_wait: int = 0
+
+
 class Trainer:
     """Fit ``model`` on encoded corpora under ``strategy``; keeps the best epoch's weights."""
 
-    def __init__(self, model, preprocessor, training_config, strategy, uses_transformer=False):
+    def __init__(self, model, preprocessor, training_config, strategy, batch_size,
+                 uses_transformer=False):
         self.model = model
         self.preprocessor = preprocessor
         self.config = training_config
         self.strategy = strategy
+        self.batch_size = global_batch_size(batch_size, strategy.num_replicas_in_sync)
         self.uses_transformer = uses_transformer
         self.optimizer = None
         self.history = []
-        self._train_step = tf.function(self._distributed_train_step)
+        self.feeder = ReplicaFeeder(strategy, preprocessor)
+        self._train_step = tf.function(self._distributed_train_step,
+                                       input_signature=self.feeder.step_signature(True))
 
     # -- one step -----------------------------------------------------------------------------
     def _replica_step(self, batch):
@@ -81,8 +103,8 @@ class Trainer:
         self.optimizer.apply_gradients([(g * share, v) for g, v in zip(gradients, variables)])
         return loss
 
-    def _distributed_train_step(self, iterator):
-        batch = next(iterator)
+    def _distributed_train_step(self, slices):
+        batch = self.feeder.distribute(slices)
         losses = self.strategy.run(self._replica_step, args=(batch,))
         rows = self.strategy.run(lambda b: tf.reduce_sum(b["weights"]), args=(batch,))
         return (self.strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None),
@@ -98,69 +120,91 @@ class Trainer:
     def train(self, train_corpus, train_labels, valid_corpus=None, valid_labels=None):
         """Train; with a validation set, stop early on its micro-F1 and restore the best weights."""
         config = self.config
-        batch_size = global_batch_size(config.batch_size, self.strategy.num_replicas_in_sync)
         rng = np.random.default_rng(config.seed)
-        steps = batches_per_epoch(train_corpus.num_rows, batch_size)
+        steps = batches_per_epoch(train_corpus.num_rows, self.batch_size)
         if self.optimizer is None:
             self.build_optimizer(steps)
-
-        def epochs():
-            while True:
-                yield from length_bucketed_batches(train_corpus.row_width, batch_size, rng)
-
-        # one iterator for the whole run: no tf.data pipeline to build per epoch
-        iterator = iter(distributed_dataset(self.strategy, self.preprocessor, train_corpus,
-                                            epochs, train_labels))
         if valid_corpus is not None:
-            predict_valid = Predictor(self.model, self.preprocessor,
-                                      self.strategy).repeatable(valid_corpus, batch_size)
+            predictor = Predictor(self.model, self.preprocessor, self.strategy)
             valid_truth = [self.preprocessor.decode_labels(ids) for ids in valid_labels]
-        best_f1, best_epoch, best_weights, wait, plateau_wait = -1.0, 0, None, 0, 0
+        state = EarlyStopping()
         for epoch in range(1, config.max_epoch + 1):
             start = time.perf_counter()
-            progress = keras.utils.Progbar(steps, verbose=1 if sys.stdout.isatty() else 0)
-            total = 0.0
-            for i in range(steps):
-                loss, rows = (float(value) for value in self._train_step(iterator))
-                total += loss * rows
-                progress.update(i + 1, [("loss", loss)])
-            record = {"epoch": epoch, "loss": total / train_corpus.num_rows,
+            record = {"epoch": epoch,
+                      "loss": self._run_epoch(train_corpus, train_labels, rng, epoch, steps),
                       "learning_rate": self._current_learning_rate()}
             if valid_corpus is not None:
-                predicted, _ = predict_valid()
-                predicted = [self.preprocessor.decode_labels(ids) for ids in predicted]
-                record["val_f1"] = evaluation.f1_score(valid_truth, predicted)
+                predicted, _ = predictor.predict(valid_corpus, self.batch_size)
+                record["val_f1"] = evaluation.f1_score(
+                    valid_truth, [self.preprocessor.decode_labels(ids) for ids in predicted])
             record["seconds"] = time.perf_counter() - start
             self.history.append(record)
-            print(_format_epoch(record, config.max_epoch), flush=True)
-            if config.lr_schedule == "exponential" and not self.uses_transformer:
-                self.optimizer.learning_rate.assign(self.optimizer.learning_rate * config.lr_decay)
-            if valid_corpus is None:
-                continue
-            if record["val_f1"] > best_f1:
-                best_f1, best_epoch, wait, plateau_wait = record["val_f1"], epoch, 0, 0
-                best_weights = self.model.get_weights()
-            else:
-                wait += 1
-                plateau_wait += 1
-                if config.lr_schedule == "plateau" and plateau_wait >= 2 and not self.uses_transformer:
-                    self.optimizer.learning_rate.assign(self.optimizer.learning_rate * config.lr_decay)
-                    plateau_wait = 0
-                if config.early_stop and wait >= config.patience:
-                    print(f"early stop: no better validation F1 for {wait} epochs", flush=True)
-                    break
-        if best_weights is not None:
-            self.model.set_weights(best_weights)
-            print(f"restored the weights of epoch {best_epoch} (validation F1 {best_f1:.4f})",
-                  flush=True)
+            logger.info(format_epoch(record, config.max_epoch))
+            if self._should_stop(record, state):
+                break
+        if state.best_weights is not None:
+            self.model.set_weights(state.best_weights)
+            logger.info("restored the weights of epoch %d (validation F1 %.4f)", state.best_epoch,
+                        state.best_f1)
         return self.history
+
+    def _run_epoch(self, corpus, label_ids, rng, epoch, steps):
+        """One pass over ``corpus`` in a fresh random order; the mean loss per row."""
+        batches = length_bucketed_batches(corpus.row_width, self.batch_size, rng)
+        slices = (self.feeder.slices(corpus, rows, label_ids) for rows in batches)
+        total = 0.0
+        with progress_bar(steps, f"epoch {epoch}") as bar:
+            for parts in prefetched(slices):
+                loss, rows = (float(value) for value in self._train_step(parts))
+                total += loss * rows
+                bar.update(1)
+        return total / corpus.num_rows
+
+    def _should_stop(self, record, state):
+        """Update the schedule and early stopping after an epoch; True to stop training."""
+        config = self.config
+        adapts_rate = not self.uses_transformer
+        if config.lr_schedule == "exponential" and adapts_rate:
+            self._decay_learning_rate()
+        if "val_f1" not in record:
+            return False
+        if record["val_f1"] > state.best_f1:
+            state.best_f1, state.best_epoch = record["val_f1"], record["epoch"]
+            state.best_weights = self.model.get_weights()
+            state.wait = state.plateau_wait = 0
+            return False
+        state.wait += 1
+        state.plateau_wait += 1
+        if config.lr_schedule == "plateau" and state.plateau_wait >= 2 and adapts_rate:
+            self._decay_learning_rate()
+            state.plateau_wait = 0
+        if config.early_stop and state.wait >= config.patience:
+            logger.info("early stop: no better validation F1 for %d epochs", state.wait)
+            return True
+        return False
+
+    def _decay_learning_rate(self):
+        self.optimizer.learning_rate.assign(self.optimizer.learning_rate * self.config.lr_decay)
 
     def _current_learning_rate(self):
         rate = self.optimizer.learning_rate
         return float(rate.numpy() if hasattr(rate, "numpy") else rate)
 
 
-def _format_epoch(record, max_epoch):
+def progress_bar(total, description):
+    """A progress bar on stderr when it is a terminal (never on stdout, never in logs)."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=description, unit="batch", leave=False, file=sys.stderr,
+                disable=not sys.stderr.isatty())
+
+
+def format_epoch(record, max_epoch):
+    """One readable line per epoch.
+
+    >>> format_epoch({"epoch": 3, "loss": 1.5, "val_f1": 0.9, "learning_rate": 1e-3, "seconds": 0.2}, 60)
+    'epoch   3/60  loss 1.5000  val_f1 0.9000  lr 1.00e-03  0.20s'
+    """
     text = f"epoch {record['epoch']:3d}/{max_epoch}  loss {record['loss']:.4f}"
     if "val_f1" in record:
         text += f"  val_f1 {record['val_f1']:.4f}"
@@ -168,14 +212,15 @@ def _format_epoch(record, max_epoch):
 
 
 def plot_history(history, path):
-    """Write the training curve (loss, validation F1 per epoch) as a PNG."""
-    import matplotlib
+    """Write the training curve (loss, validation F1 per epoch) as a PNG.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    A bare ``Figure`` (no pyplot): the host process's matplotlib backend is left as it is.
+    """
+    from matplotlib.figure import Figure
 
     epochs = [r["epoch"] for r in history]
-    figure, loss_axis = plt.subplots(figsize=(6, 3.5))
+    figure = Figure(figsize=(6, 3.5))
+    loss_axis = figure.subplots()
     loss_axis.plot(epochs, [r["loss"] for r in history], color="tab:blue", label="train loss")
     loss_axis.set_xlabel("epoch")
     loss_axis.set_ylabel("loss", color="tab:blue")
@@ -185,4 +230,3 @@ def plot_history(history, path):
         f1_axis.set_ylabel("validation micro F1", color="tab:orange")
     figure.tight_layout()
     figure.savefig(path, dpi=80)
-    plt.close(figure)

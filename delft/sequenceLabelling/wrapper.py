@@ -17,8 +17,7 @@ import numpy as np
 
 from delft.sequenceLabelling import evaluation, output
 from delft.sequenceLabelling.config import ModelConfig, TrainingConfig
-from delft.sequenceLabelling.models import architecture_family, build_model, uses_features
-from delft.sequenceLabelling.preprocess import Preprocessor, load_preprocessor
+from delft.sequenceLabelling import models
 from delft.utilities import devices
 from delft.utilities.errors import ConfigurationError, ModelLoadError
 from delft.utilities.tokenizer import tokenize_with_offsets
@@ -39,7 +38,7 @@ class Sequence:
 
     The constructor takes DeLFT's arguments; ``max_checkpoints_to_keep``, ``log_dir`` and
     ``multiprocessing`` are accepted so existing calls run, and have no effect (the best epoch is
-    kept in memory, logs go to stdout, tf.data prefetches in its own threads).
+    kept in memory, progress goes through ``logging``, batches are padded in a background thread).
 
     >>> model = Sequence("date-BidLSTM_CRF", max_epoch=1)
     >>> model.model_config.architecture
@@ -53,11 +52,12 @@ class Sequence:
                  max_epoch=50, early_stop=True, patience=5, max_checkpoints_to_keep=0,
                  use_ELMo=False, log_dir=None, fold_number=1, multiprocessing=True,
                  features_indices=None, transformer_name=None, seed=None, window_stride=None,
-                 lr_schedule="plateau", model_type=None):
+                 lr_schedule="plateau", model_type=None, compute_dtype=None,
+                 freeze_word_embeddings=True, features_embedding_size=4, features_lstm_units=4,
+                 head_lr_multiplier=50.0, crf_lr_multiplier=500.0, weight_decay=0.01,
+                 warmup_ratio=0.1):
         architecture = model_type or architecture
-        architecture_family(architecture)
-        if lr_schedule not in ("plateau", "exponential"):
-            raise ConfigurationError(f"lr_schedule must be 'plateau' or 'exponential', not {lr_schedule!r}")
+        models.architecture(architecture)  # an unknown name fails here, in one line
         if use_ELMo:
             raise ConfigurationError("ELMo is not supported: use a transformer (--transformer)")
         self.model_config = ModelConfig(
@@ -67,12 +67,17 @@ class Sequence:
             word_lstm_units=word_lstm_units, max_sequence_length=max_sequence_length,
             dropout=dropout, recurrent_dropout=recurrent_dropout, batch_size=batch_size,
             features_indices=features_indices, transformer_name=transformer_name,
-            window_stride=window_stride)
+            window_stride=window_stride, compute_dtype=compute_dtype,
+            freeze_word_embeddings=freeze_word_embeddings,
+            features_embedding_size=features_embedding_size,
+            features_lstm_units=features_lstm_units, head_lr_multiplier=head_lr_multiplier,
+            crf_lr_multiplier=crf_lr_multiplier).validated("Sequence")
         self.training_config = TrainingConfig(
-            batch_size=batch_size, optimizer=optimizer, learning_rate=learning_rate,
-            lr_decay=lr_decay, lr_schedule=lr_schedule, clip_gradients=clip_gradients,
-            max_epoch=max_epoch, early_stop=early_stop, patience=patience,
-            fold_number=fold_number, seed=seed)
+            optimizer=optimizer, learning_rate=learning_rate, lr_decay=lr_decay,
+            lr_schedule=lr_schedule, clip_gradients=clip_gradients, max_epoch=max_epoch,
+            early_stop=early_stop, patience=patience, fold_number=fold_number, seed=seed,
+            weight_decay=weight_decay, warmup_ratio=warmup_ratio).validated("Sequence")
+        models.check_resources(self.model_config)
         self.p = None
         self.model = None
         self.models = []
@@ -82,24 +87,20 @@ class Sequence:
 
     # -- building -----------------------------------------------------------------------------
     @property
+    def architecture(self):
+        """The parts of this model's architecture (family, CRF, features, chars)."""
+        return models.architecture(self.model_config.architecture)
+
+    @property
     def uses_transformer(self):
-        return architecture_family(self.model_config.architecture) == "transformer"
-
-    def _new_preprocessor(self):
-        if self.uses_transformer:
-            from delft.sequenceLabelling.models.transformer import TransformerPreprocessor
-
-            return TransformerPreprocessor.from_model_config(self.model_config)
-        return Preprocessor(self.model_config.max_char_length,
-                            self.model_config.features_indices,
-                            self.model_config.max_sequence_length)
+        return self.architecture.family == "transformer"
 
     def _build(self, strategy, preprocessor):
         """Model built and its weights created inside ``strategy.scope()``."""
         from delft.sequenceLabelling.batching import dummy_batch
 
         with strategy.scope():
-            model = build_model(self.model_config, preprocessor)
+            model = models.build_model(self.model_config, preprocessor)
             model(dummy_batch(preprocessor.batch_signature(False)))
         return model
 
@@ -121,7 +122,7 @@ class Sequence:
             keras.utils.set_random_seed(self.training_config.seed)
 
     def _features_for(self, features):
-        return features if uses_features(self.model_config.architecture) else None
+        return features if self.architecture.features else None
 
     # -- training -----------------------------------------------------------------------------
     def train(self, x_train, y_train, f_train=None, x_valid=None, y_valid=None, f_valid=None,
@@ -145,7 +146,7 @@ class Sequence:
         if incremental and self.model is not None:
             self._grow_for(x_train, y_train, f_train, strategy)
         else:
-            self.p = self._new_preprocessor()
+            self.p = models.new_preprocessor(self.model_config)
             self.p.fit(x_train, y_train, f_train)
             self._fit_word_embeddings(x_train, x_valid)
             self.model = self._build(strategy, self.p)
@@ -157,10 +158,10 @@ class Sequence:
             valid_corpus = self.p.encode(x_valid, f_valid)
             valid_labels = self.p.encode_labels(y_valid)
         trainer = Trainer(self.model, self.p, self.training_config, strategy,
-                          uses_transformer=self.uses_transformer)
+                          self.model_config.batch_size, uses_transformer=self.uses_transformer)
         start = time.perf_counter()
         self.history = trainer.train(train_corpus, train_labels, valid_corpus, valid_labels)
-        print(f"training runtime: {time.perf_counter() - start:.1f} s", flush=True)
+        logger.info("training runtime: %.1f s", time.perf_counter() - start)
         self.models = [self.model]
 
     def _fit_word_embeddings(self, *corpora):
@@ -178,16 +179,15 @@ class Sequence:
             raise ConfigurationError(f"{path}: none of the corpus words has a vector")
         self.p.fit_word_vectors(vectors)
         self.model_config.word_embedding_size = self.p.word_vectors.shape[1]
-        print(f"word embeddings {path}: {len(vectors)} of {len(keys)} token forms found",
-              flush=True)
+        logger.info("word embeddings %s: %d of %d token forms found", path, len(vectors), len(keys))
 
     def _encode_for_training(self, x, features):
         size = None if self.uses_transformer else self.model_config.max_sequence_length
         corpus = self.p.encode(x, features, window_size=size)
         cut = int(np.sum(corpus.sequence_lengths > size)) if size else 0
         if cut:
-            print(f"{cut} training sequences longer than max_sequence_length={size} are trained "
-                  "in consecutive windows (no token dropped)", flush=True)
+            logger.info("%d training sequences longer than max_sequence_length=%d are trained in "
+                        "consecutive windows (no token dropped)", cut, size)
         return corpus
 
     def _grow_for(self, x, y, features, strategy):
@@ -195,8 +195,8 @@ class Sequence:
         new = self.p.fit(x, y, features)
         if not any(new.values()):
             return
-        print(f"incremental training: {len(new['chars'])} new characters, "
-              f"{len(new['labels'])} new labels: growing the model", flush=True)
+        logger.info("incremental training: %d new characters, %d new labels: growing the model",
+                    len(new["chars"]), len(new["labels"]))
         old = self.model
         self.model = self._build(strategy, self.p)
         for target, source in zip(self.model.weights, old.weights):
@@ -222,8 +222,8 @@ class Sequence:
 
         for k, held_out in enumerate(parts):
             kept = np.concatenate([p for i, p in enumerate(parts) if i != k])
-            print(f"---- fold {k + 1}/{folds}: {len(kept)} train, {len(held_out)} validation",
-                  flush=True)
+            logger.info("---- fold %d/%d: %d train, %d validation", k + 1, folds, len(kept),
+                        len(held_out))
             self.train(pick(x_train, kept), pick(y_train, kept), pick(f_train, kept),
                        pick(x_train, held_out), pick(y_train, held_out), pick(f_train, held_out),
                        multi_gpu=multi_gpu)
@@ -233,7 +233,11 @@ class Sequence:
 
     # -- evaluation ---------------------------------------------------------------------------
     def eval(self, x_test, y_test, features=None, multi_gpu=False):
-        """Print the per-label report and return the scores; n-fold models are each scored."""
+        """Score the model on ``(x_test, y_test)``: per-label and micro/macro precision, recall, F1.
+
+        The report is logged (``evaluation.format_report`` formats it); n-fold models are each
+        scored and the best fold is kept.
+        """
         if self.model is None:
             raise ModelLoadError("no model: train or load one before eval")
         if len(self.models) > 1:
@@ -244,12 +248,12 @@ class Sequence:
         fold_scores = []
         for k, (model, preprocessor) in enumerate(self.models):
             self.model, self.p, self._predictors = model, preprocessor, {}
-            print(f"---- fold {k + 1}/{len(self.models)}")
+            logger.info("---- fold %d/%d", k + 1, len(self.models))
             fold_scores.append(self._score_one(x_test, y_test, features, multi_gpu))
         f1s = [s["micro"]["f1"] for s in fold_scores]
         best = int(np.argmax(f1s))
-        print(f"average micro F1 over {len(f1s)} folds: {np.mean(f1s):.4f} "
-              f"(best fold {best + 1}: {f1s[best]:.4f})", flush=True)
+        logger.info("average micro F1 over %d folds: %.4f (best fold %d: %.4f)", len(f1s),
+                    np.mean(f1s), best + 1, f1s[best])
         self.model, self.p = self.models[best]
         self.models = [self.models[best]]
         self._predictors = {}
@@ -258,7 +262,10 @@ class Sequence:
     def _score_one(self, x_test, y_test, features, multi_gpu):
         predicted = self._predict_labels(x_test, features, multi_gpu)[0]
         scores = evaluation.precision_recall_f1(list(map(list, y_test)), predicted)
-        print(evaluation.format_report(scores), flush=True)
+        micro = scores["micro"]
+        logger.info("evaluation: micro precision %.4f, recall %.4f, F1 %.4f on %d entities",
+                    micro["precision"], micro["recall"], micro["f1"], micro["support"])
+        logger.debug("evaluation report:\n%s", evaluation.format_report(scores))
         return scores
 
     # -- tagging ------------------------------------------------------------------------------
@@ -348,7 +355,6 @@ class Sequence:
         """Write ``dir_path/<model_name>/`` atomically: a crash never leaves a half-written model."""
         if self.model is None:
             raise ModelLoadError("no model to save: train or load one first")
-        devices.close_strategies()
         from delft import __version__
 
         target = os.path.join(dir_path, self.model_config.model_name)
@@ -359,8 +365,7 @@ class Sequence:
             self.model_config.delft_version = __version__
             self.model_config.save(os.path.join(staging, CONFIG_FILE))
             self.p.save(os.path.join(staging, PREPROCESSOR_FILE))
-            if hasattr(self.p, "save_resources"):
-                self.p.save_resources(staging)
+            self.p.save_resources(staging)
             self.model.save_weights(os.path.join(staging, WEIGHTS_FILE))
             if self.history:
                 with open(os.path.join(staging, HISTORY_FILE), "w") as out:
@@ -372,11 +377,15 @@ class Sequence:
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-        print(f"model saved in {target}", flush=True)
+        logger.info("model saved in %s", target)
         return target
 
     def load(self, dir_path=DEFAULT_MODELS_DIR, multi_gpu=False):
-        """Load ``dir_path/<model_name>/``; a missing or corrupt file is a :class:`ModelLoadError`."""
+        """Load ``dir_path/<model_name>/``; a missing or corrupt file is a :class:`ModelLoadError`.
+
+        Returns None, as DeLFT's: GROBID runs ``model.load(dir_path=...)`` through JEP, whose
+        interactive evaluation would print any value returned.
+        """
         path = os.path.join(dir_path, self.model_config.model_name)
         if not os.path.isdir(path):
             raise ModelLoadError(f"{path}: no such model directory")
@@ -385,14 +394,16 @@ class Sequence:
                 raise ModelLoadError(f"{path}: incomplete model directory, {name} is missing")
         try:
             config = ModelConfig.load(os.path.join(path, CONFIG_FILE))
-            architecture_family(config.architecture)
-        except (ValueError, TypeError, AttributeError) as error:  # AttributeError: not a JSON object
-            raise ModelLoadError(f"{os.path.join(path, CONFIG_FILE)}: corrupt ({error})") from None
+            models.architecture(config.architecture)
+        except (ValueError, TypeError) as error:  # ConfigurationError is a ValueError
+            message = str(error)
+            where = os.path.join(path, CONFIG_FILE)
+            raise ModelLoadError(message if message.startswith(where) else
+                                 f"{where}: corrupt ({message})") from None
         config.model_name = self.model_config.model_name
         self.model_config = config
-        self.p = load_preprocessor(os.path.join(path, PREPROCESSOR_FILE))
-        if hasattr(self.p, "load_resources"):
-            self.p.load_resources(path)
+        self.p = models.load_preprocessor(os.path.join(path, PREPROCESSOR_FILE))
+        self.p.load_resources(path)
         strategy = devices.get_strategy(multi_gpu)
         self.model = self._build(strategy, self.p)
         try:
@@ -404,7 +415,6 @@ class Sequence:
         self._strategy = strategy
         self._predictors = {}
         self.models = [self.model]
-        return self
 
 
 def _directory_mode():

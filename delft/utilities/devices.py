@@ -1,13 +1,16 @@
 """The one place that creates the tf.distribute strategy (and the logical CPU devices for tests).
 
 ``DELFT_CPU_REPLICAS=N`` splits the CPU into N logical devices, read here before TensorFlow
-initialises; ``--multi-gpu`` then mirrors over them when the machine has no GPU. The strategy is made
-once per process and reused: every module receives it from here, none creates its own.
+initialises (``import delft`` does it: the one process-wide setting the package makes, and only
+when the variable is set); ``--multi-gpu`` then mirrors over them when the machine has no GPU.
+The strategy is made once per process and reused: every module receives it from here, none
+creates its own.
 """
-import atexit
-import gc
+import json
 import logging
 import os
+
+from delft.utilities.errors import ConfigurationError
 
 CPU_REPLICAS_ENV = "DELFT_CPU_REPLICAS"
 logger = logging.getLogger(__name__)
@@ -16,23 +19,38 @@ _strategies = {}
 
 
 def requested_cpu_replicas() -> int:
+    """The ``DELFT_CPU_REPLICAS`` count (0 when unset); a one-line error when it is not a count."""
     value = os.environ.get(CPU_REPLICAS_ENV, "").strip()
     if not value:
         return 0
     try:
         replicas = int(value)
     except ValueError:
-        raise ValueError(f"{CPU_REPLICAS_ENV} must be an integer, got {value!r}") from None
-    return max(replicas, 0)
+        raise ConfigurationError(f"{CPU_REPLICAS_ENV} must be a number of replicas, "
+                                 f"not {value!r}") from None
+    if replicas < 0:
+        raise ConfigurationError(f"{CPU_REPLICAS_ENV} must be >= 0, not {replicas}")
+    return replicas
 
 
 def configure_logical_cpu_devices():
-    """Split the CPU into ``DELFT_CPU_REPLICAS`` logical devices (no-op when unset)."""
-    replicas = requested_cpu_replicas()
+    """Split the CPU into ``DELFT_CPU_REPLICAS`` logical devices (no-op when unset).
+
+    A value that is not a count is reported when a strategy is asked for (:func:`get_strategy`),
+    not here: ``import delft`` must not fail, for ``--help`` or for a host process.
+    """
+    try:
+        replicas = requested_cpu_replicas()
+    except ConfigurationError:
+        return
     if replicas < 2:
         return
     import tensorflow as tf
 
+    cores = os.cpu_count() or 1
+    if replicas > cores:
+        logger.warning("%s=%d is more than the %d CPU cores: each replica gets a share of them, "
+                       "and steps will be much slower", CPU_REPLICAS_ENV, replicas, cores)
     cpu = tf.config.list_physical_devices("CPU")[0]
     try:
         tf.config.set_logical_device_configuration(
@@ -60,6 +78,9 @@ def get_strategy(multi_gpu=False):
     """The process-wide strategy: MirroredStrategy when ``multi_gpu`` and devices exist, else default.
 
     Under a ``TF_CONFIG`` that names several workers, ``multi_gpu`` gives MultiWorkerMirroredStrategy.
+
+    >>> get_strategy(False).num_replicas_in_sync
+    1
     """
     import tensorflow as tf
 
@@ -71,6 +92,7 @@ def get_strategy(multi_gpu=False):
     elif _is_multi_worker():
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
     else:
+        requested_cpu_replicas()  # a malformed value is a one-line error here
         devices = mirrored_devices()
         if len(devices) < 2:
             logger.warning("--multi-gpu asked for, but only one device is visible: running on it "
@@ -84,63 +106,7 @@ def get_strategy(multi_gpu=False):
 
 
 def _is_multi_worker():
-    import json
-
     config = os.environ.get("TF_CONFIG")
     if not config:
         return False
     return len(json.loads(config).get("cluster", {}).get("worker", [])) > 1
-
-
-def close_strategies():
-    """Close what the strategies leave open: the cross-device ops' thread pools (TF issue 50487).
-
-    An eager all-reduce of MirroredStrategy opens a ``multiprocessing.pool.ThreadPool`` per call,
-    closes it but never joins it; its ``__del__`` at interpreter shutdown can then raise
-    "Bad file descriptor". Joining every such pool here, before save and exit, leaves nothing for
-    the shutdown to trip on.
-    """
-    # the default strategy has no cross-device ops (and scanning the heap costs ~0.5 s)
-    if not any(_is_distributed(strategy) for strategy in _strategies.values()):
-        return
-    for pool in _live_thread_pools():
-        pool.terminate()
-        pool.join()
-
-
-def _is_distributed(strategy):
-    import tensorflow as tf
-
-    return isinstance(strategy, (tf.distribute.MirroredStrategy,
-                                 tf.distribute.MultiWorkerMirroredStrategy))
-
-
-def _live_thread_pools():
-    from multiprocessing.pool import Pool
-
-    gc.collect()
-    return [obj for obj in gc.get_objects() if isinstance(obj, Pool)]
-
-
-class StrategyContext:
-    """Owns the strategy for the length of a job and closes what it leaves open on the way out.
-
-    >>> with StrategyContext(multi_gpu=False) as strategy:
-    ...     strategy.num_replicas_in_sync
-    1
-    """
-
-    def __init__(self, multi_gpu=False):
-        self.multi_gpu = multi_gpu
-        self.strategy = None
-
-    def __enter__(self):
-        self.strategy = get_strategy(self.multi_gpu)
-        return self.strategy
-
-    def __exit__(self, *exc):
-        close_strategies()
-        return False
-
-
-atexit.register(close_strategies)

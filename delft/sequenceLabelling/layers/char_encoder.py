@@ -5,6 +5,7 @@ import tensorflow as tf
 from delft.sequenceLabelling.layers.bilstm import BiLSTM
 
 
+@keras.saving.register_keras_serializable(package="delft")
 class CharEncoder(keras.layers.Layer):
     """Encode ``chars`` [batch, words, chars] (0 = padding) into [batch, words, 2 * lstm_units].
 
@@ -28,6 +29,10 @@ class CharEncoder(keras.layers.Layer):
             vocab_size, embedding_size, name="char_embedding",
             embeddings_initializer=keras.initializers.RandomNormal(stddev=1.0))
         self.lstm = BiLSTM(lstm_units, name="char_lstm")
+
+    def build(self, input_shape):
+        self.embedding.build((None, None))
+        self.lstm.build((None, None, self.embedding_size))
 
     def call(self, chars):
         shape = tf.shape(chars)

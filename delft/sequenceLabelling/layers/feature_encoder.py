@@ -3,6 +3,7 @@ import keras
 import tensorflow as tf
 
 
+@keras.saving.register_keras_serializable(package="delft")
 class FeatureEncoder(keras.layers.Layer):
     """Embed each of the F columns of ``features`` [batch, words, F] and concatenate them.
 
@@ -23,6 +24,9 @@ class FeatureEncoder(keras.layers.Layer):
         self.offsets = tf.constant(offsets, tf.int32)
         self.embedding = keras.layers.Embedding(sum(self.vocab_sizes), embedding_size,
                                                 name="feature_embedding")
+
+    def build(self, input_shape):
+        self.embedding.build((None, None, None))
 
     def call(self, features):
         shape = tf.shape(features)

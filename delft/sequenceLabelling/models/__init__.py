@@ -1,44 +1,115 @@
-"""Architectures by the names DeLFT users know, and the one function that builds them."""
-from delft.utilities.errors import ConfigurationError
+"""Architectures by the names DeLFT users know, what each is made of, and the one function that
+builds them."""
+import json
+from dataclasses import dataclass
 
-# name -> (family, uses a CRF, uses feature columns); the family names the preprocessor too
+from delft.sequenceLabelling.preprocess import WordPreprocessor
+from delft.sequenceLabelling.transformers.checkpoint import check_checkpoint, resolve_transformer
+from delft.sequenceLabelling.transformers.preprocess import TransformerPreprocessor
+from delft.utilities.errors import ConfigurationError, ModelLoadError
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """The parts of an architecture.
+
+    Attributes:
+        family: ``"rnn"`` (models/bilstm.py) or ``"transformer"`` (models/transformer.py).
+        crf: a CRF decodes the labels (else a softmax per word).
+        features: the model reads categorical feature columns (GROBID's layout features).
+        chars: the model reads each word's characters (a char BiLSTM).
+    """
+
+    family: str
+    crf: bool
+    features: bool
+    chars: bool
+
+
+def _rnn(crf, features=False):
+    return Architecture("rnn", crf=crf, features=features, chars=True)
+
+
+def _transformer(crf, features=False, chars=False):
+    return Architecture("transformer", crf=crf, features=features, chars=chars)
+
+
+# ChainCRF is DeLFT's name for the same linear-chain CRF (with start and end transitions)
 ARCHITECTURES = {
-    "BidLSTM_CRF": ("bilstm", True, False),
-    "BidLSTM_ChainCRF": ("bilstm", True, False),
-    "BidLSTM": ("bilstm", False, False),
-    "BidLSTM_CRF_FEATURES": ("bilstm", True, True),
-    "BidLSTM_ChainCRF_FEATURES": ("bilstm", True, True),
-    # transformer family (models/transformer.py); *_CHAR adds the char BiLSTM per word
-    "BERT": ("transformer", False, False),
-    "BERT_CRF": ("transformer", True, False),
-    "BERT_FEATURES": ("transformer", False, True),
-    "BERT_CRF_FEATURES": ("transformer", True, True),
-    "BERT_CRF_CHAR": ("transformer", True, False),
-    "BERT_CRF_CHAR_FEATURES": ("transformer", True, True),
-    "BERT_ChainCRF": ("transformer", True, False),
-    "BERT_ChainCRF_FEATURES": ("transformer", True, True),
+    "BidLSTM": _rnn(crf=False),
+    "BidLSTM_CRF": _rnn(crf=True),
+    "BidLSTM_ChainCRF": _rnn(crf=True),
+    "BidLSTM_CRF_FEATURES": _rnn(crf=True, features=True),
+    "BidLSTM_ChainCRF_FEATURES": _rnn(crf=True, features=True),
+    "BERT": _transformer(crf=False),
+    "BERT_CRF": _transformer(crf=True),
+    "BERT_ChainCRF": _transformer(crf=True),
+    "BERT_FEATURES": _transformer(crf=False, features=True),
+    "BERT_CRF_FEATURES": _transformer(crf=True, features=True),
+    "BERT_ChainCRF_FEATURES": _transformer(crf=True, features=True),
+    "BERT_CRF_CHAR": _transformer(crf=True, chars=True),
+    "BERT_CRF_CHAR_FEATURES": _transformer(crf=True, features=True, chars=True),
 }
 
+# preprocessor.json's "kind" -> the class that reads it
+PREPROCESSORS = {WordPreprocessor.kind: WordPreprocessor,
+                 TransformerPreprocessor.kind: TransformerPreprocessor}
 
-def architecture_family(architecture):
-    if architecture not in ARCHITECTURES:
-        raise ConfigurationError(f"unknown architecture {architecture!r}; known: "
+
+def architecture(name: str) -> Architecture:
+    """The parts of the architecture ``name``; a one-line error naming the known ones.
+
+    >>> architecture("BidLSTM_CRF_FEATURES").features
+    True
+    """
+    if name not in ARCHITECTURES:
+        raise ConfigurationError(f"unknown architecture {name!r}; known: "
                                  f"{', '.join(sorted(ARCHITECTURES))}")
-    return ARCHITECTURES[architecture][0]
+    return ARCHITECTURES[name]
 
 
-def uses_features(architecture):
-    architecture_family(architecture)
-    return ARCHITECTURES[architecture][2]
+def check_resources(model_config):
+    """Fail now, in one line, when what ``model_config`` names cannot be found (a transformer
+    checkpoint), rather than after the data is read."""
+    if architecture(model_config.architecture).family == "transformer" and \
+            model_config.transformer_name:
+        check_checkpoint(resolve_transformer(model_config.transformer_name))
+
+
+def new_preprocessor(model_config):
+    """An empty preprocessor for ``model_config``'s architecture."""
+    parts = architecture(model_config.architecture)
+    if parts.family == "transformer":
+        resolve_transformer(model_config.transformer_name)  # none given: one line saying so
+        return TransformerPreprocessor(model_config.transformer_name,
+                                       model_config.max_sequence_length,
+                                       model_config.window_stride, parts.chars,
+                                       model_config.max_char_length,
+                                       model_config.features_indices)
+    return WordPreprocessor(model_config.max_char_length, model_config.features_indices)
+
+
+def load_preprocessor(path):
+    """Load ``preprocessor.json`` whatever the model family that wrote it."""
+    try:
+        with open(path, encoding="utf-8") as stream:
+            values = json.load(stream)
+        return PREPROCESSORS[values.get("kind", WordPreprocessor.kind)].from_dict(values)
+    except FileNotFoundError:
+        raise ModelLoadError(f"{path}: missing preprocessor file") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as error:  # AttributeError: not an object
+        raise ModelLoadError(f"{path}: corrupt preprocessor file ({error})") from None
 
 
 def build_model(model_config, preprocessor):
     """Build (not train) the model ``model_config.architecture``; call inside ``strategy.scope()``."""
-    family, use_crf, use_features = ARCHITECTURES[model_config.architecture]
-    if family == "bilstm":
+    parts = architecture(model_config.architecture)
+    if parts.features and not preprocessor.feature_index:
+        raise ConfigurationError(f"{model_config.architecture} needs feature columns in the input")
+    if parts.family == "rnn":
         from delft.sequenceLabelling.models.bilstm import build_bilstm
 
-        return build_bilstm(model_config, preprocessor, use_crf, use_features)
+        return build_bilstm(model_config, preprocessor, parts)
     from delft.sequenceLabelling.models.transformer import build_transformer_model
 
-    return build_transformer_model(model_config, preprocessor, use_crf, use_features)
+    return build_transformer_model(model_config, preprocessor, parts)

@@ -49,6 +49,3 @@ class SequenceLabeller(keras.Model):
             tags = tf.argmax(potentials, axis=-1, output_type=tf.int32)
         scores = tf.gather(tf.nn.softmax(potentials), tags, batch_dims=2)
         return tags, scores
-
-    def get_config(self):
-        return dict(super().get_config(), num_labels=self.num_labels, use_crf=self.use_crf)

@@ -69,22 +69,9 @@ class BidLSTM(SequenceLabeller):
         x = self.output_dropout(x, training=training)
         return self.potentials_layer(self.dense(x))
 
-    def get_config(self):
-        return dict(super().get_config(), char_vocab_size=self.char_vocab_size,
-                    char_emb_size=self.char_emb_size, char_lstm_units=self.char_lstm_units,
-                    word_lstm_units=self.word_lstm_units, dropout=self.dropout,
-                    recurrent_dropout=self.recurrent_dropout,
-                    feature_vocab_sizes=self.feature_vocab_sizes,
-                    features_embedding_size=self.features_embedding_size,
-                    word_vocab_size=self.word_vocab_size,
-                    word_embedding_size=self.word_embedding_size)
 
-
-def build_bilstm(model_config, preprocessor, use_crf, use_features):
-    if use_features and not preprocessor.feature_index:
-        from delft.utilities.errors import ConfigurationError
-
-        raise ConfigurationError(f"{model_config.architecture} needs feature columns in the input")
+def build_bilstm(model_config, preprocessor, parts):
+    """The RNN model of ``model_config``; ``parts`` says its CRF and feature columns."""
     return BidLSTM(num_labels=preprocessor.num_labels,
                    char_vocab_size=preprocessor.char_vocab_size,
                    char_emb_size=model_config.char_emb_size,
@@ -92,9 +79,9 @@ def build_bilstm(model_config, preprocessor, use_crf, use_features):
                    word_lstm_units=model_config.word_lstm_units,
                    dropout=model_config.dropout,
                    recurrent_dropout=model_config.recurrent_dropout,
-                   feature_vocab_sizes=preprocessor.feature_vocab_sizes if use_features else (),
+                   feature_vocab_sizes=preprocessor.feature_vocab_sizes if parts.features else (),
                    features_embedding_size=model_config.features_embedding_size,
                    word_vocab_size=preprocessor.word_vocab_size,
                    word_embedding_size=model_config.word_embedding_size,
                    word_vectors=preprocessor.word_vectors,
-                   use_crf=use_crf, name=model_config.architecture)
+                   use_crf=parts.crf, name=model_config.architecture)

@@ -1,0 +1,177 @@
+"""The encoder: keras-hub's backbone for a checkpoint's ``model_type``, its weights ported by
+keras-hub's own Hugging Face converters, corrected where keras-hub hard-codes something else than
+the checkpoint says: the feed-forward activation (exact GELU where the config says ``gelu``;
+keras-hub's BERT uses the tanh approximation), layer-norm epsilons, dropout, RoBERTa's token-type
+embedding (keras-hub has none: its one row is folded into the position embeddings, an exact
+rewrite).
+"""
+import importlib
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from delft.sequenceLabelling.transformers.checkpoint import read_encoder_config
+from delft.utilities.errors import ConfigurationError, ModelLoadError
+
+COMPUTE_DTYPES = (None, "float32", "mixed_bfloat16", "mixed_float16")
+
+
+class _Encoder:
+    """How one ``model_type`` maps to keras-hub: converter module, inputs, settings to correct."""
+
+    def __init__(self, converter, uses_segments, activation_key, dropout_key, epsilon_key,
+                 token_type_fold=False):
+        self.converter = converter
+        self.uses_segments = uses_segments
+        self.activation_key = activation_key
+        self.dropout_key = dropout_key
+        self.epsilon_key = epsilon_key
+        self.token_type_fold = token_type_fold
+
+    def module(self):
+        return importlib.import_module(f"keras_hub.src.utils.transformers.{self.converter}")
+
+
+ENCODERS = {
+    "bert": _Encoder("convert_bert", True, "hidden_act", "hidden_dropout_prob", "layer_norm_eps"),
+    "distilbert": _Encoder("convert_distilbert", False, "activation", "dropout", None),
+    "roberta": _Encoder("convert_roberta", False, "hidden_act", "hidden_dropout_prob",
+                        "layer_norm_eps", token_type_fold=True),
+}
+
+
+@tf.custom_gradient
+def exact_gelu(x):
+    """GELU with the exact erf, as ``torch.nn.functional.gelu``; for training it keeps only ``x``
+    for the backward pass (autodiff of the composite formula keeps four more tensors of the
+    feed-forward's width per layer: a third of the peak memory of a MiniLM fine-tuning step).
+
+    >>> x = tf.constant([-1.0, 0.0, 2.0])
+    >>> np.allclose(exact_gelu(x), keras.activations.gelu(x, approximate=False))
+    True
+    """
+    x = tf.convert_to_tensor(x)
+    cdf = 0.5 * (1.0 + tf.math.erf(x * tf.cast(1.0 / np.sqrt(2.0), x.dtype)))
+
+    def gradient(upstream):
+        # recomputed from x: d/dx x*cdf(x) = cdf(x) + x*pdf(x)
+        cdf_again = 0.5 * (1.0 + tf.math.erf(x * tf.cast(1.0 / np.sqrt(2.0), x.dtype)))
+        pdf = tf.exp(-0.5 * tf.square(x)) * tf.cast(1.0 / np.sqrt(2.0 * np.pi), x.dtype)
+        return upstream * (cdf_again + x * pdf)
+
+    return x * cdf, gradient
+
+
+_ACTIVATIONS = {
+    "gelu": exact_gelu,
+    "gelu_new": lambda x: keras.activations.gelu(x, approximate=True),
+    "gelu_pytorch_tanh": lambda x: keras.activations.gelu(x, approximate=True),
+    "gelu_fast": lambda x: keras.activations.gelu(x, approximate=True),
+    "relu": keras.activations.relu,
+    "silu": keras.activations.silu,
+    "swish": keras.activations.silu,
+}
+
+
+def _checkpoint_loader(path, model_type):
+    from keras_hub.src.utils.transformers.safetensor_utils import SafetensorLoader
+
+    class CheckpointLoader(SafetensorLoader):
+        """keras-hub's loader, forgiving about the model-class prefix of parameter names.
+
+        keras-hub's converters ask for ``distilbert.*`` / ``roberta.*`` names (checkpoints saved
+        from a task head) and BERT ones without a prefix; a checkpoint saved from the bare model
+        class has the other form. Names are looked up exactly, then without / with the model
+        prefix, then by a unique suffix. A missing pooler (token-classification checkpoints
+        have none) is skipped: the tagger never uses it.
+        """
+
+        def get_prefixed_key(self, hf_weight_key, dict_like):
+            keys = set(dict_like.keys())
+            bare = hf_weight_key
+            for prefix in ("bert.", "distilbert.", "roberta."):
+                if bare.startswith(prefix):
+                    bare = bare[len(prefix):]
+            for candidate in (hf_weight_key, bare, f"{model_type}.{bare}"):
+                if candidate in keys:
+                    return candidate
+            matches = [k for k in keys if k.endswith("." + bare)]
+            if len(matches) == 1:
+                return matches[0]
+            raise KeyError(hf_weight_key)
+
+        def port_weight(self, keras_variable, hf_weight_key, hook_fn=None):
+            try:
+                super().port_weight(keras_variable, hf_weight_key, hook_fn)
+            except KeyError:
+                if "pooler." in hf_weight_key:
+                    return
+                raise ModelLoadError(f"{path}: incomplete checkpoint, parameter {hf_weight_key} "
+                                     "is missing") from None
+            except ValueError as error:
+                raise ModelLoadError(f"{path}: parameter {hf_weight_key} does not fit its "
+                                     f"config.json ({error})") from None
+
+    return CheckpointLoader(path)
+
+
+def load_encoder(path, config=None, load_weights=True, dropout=None, dtype=None,
+                 freeze_word_embeddings=False):
+    """keras-hub backbone for the checkpoint at ``path``, corrected to the checkpoint's definition.
+
+    ``load_weights=False`` builds it from ``config.json`` alone (a saved delft model carries the
+    fine-tuned weights itself). ``dropout`` overrides the checkpoint's hidden dropout.
+    Build it inside the strategy's scope.
+    """
+    config = config or read_encoder_config(path)
+    if dtype not in COMPUTE_DTYPES:
+        raise ConfigurationError(f"encoder compute dtype {dtype!r} is not one of "
+                                 f"{', '.join(str(d) for d in COMPUTE_DTYPES)}")
+    spec = ENCODERS[config["model_type"]]
+    converter = spec.module()
+    kwargs = converter.convert_backbone_config(config)
+    kwargs["dropout"] = float(config.get(spec.dropout_key, 0.1) if dropout is None else dropout)
+    if spec.uses_segments:
+        kwargs["num_segments"] = int(config.get("type_vocab_size", 2))
+    activation_name = config.get(spec.activation_key, "gelu")
+    if activation_name not in _ACTIVATIONS:
+        raise ConfigurationError(f"{path}: activation {activation_name!r} is not supported")
+    try:
+        backbone = converter.backbone_cls(**kwargs, dtype=dtype, name="encoder")
+    except (TypeError, ValueError) as error:
+        raise ModelLoadError(f"{path}: cannot build the encoder from config.json "
+                             f"({error})") from None
+    activation = _ACTIVATIONS[activation_name]
+    epsilon = config.get(spec.epsilon_key) if spec.epsilon_key else None
+    for layer in backbone.transformer_layers:
+        layer._feedforward_intermediate_dense.activation = activation
+    if epsilon is not None:
+        for layer in backbone._flatten_layers(include_self=False, recursive=True):
+            if isinstance(layer, keras.layers.LayerNormalization):
+                layer.epsilon = float(epsilon)
+    if spec.uses_segments:
+        backbone.get_layer("pooled_dense").trainable = False  # never used: no gradient
+    if freeze_word_embeddings:
+        backbone.token_embedding.trainable = False
+    if load_weights:
+        try:
+            with _checkpoint_loader(path, config["model_type"]) as loader:
+                converter.convert_weights(backbone, loader, config)
+                if spec.token_type_fold:
+                    _fold_token_type(backbone, loader)
+        except OSError as error:
+            raise ModelLoadError(f"{path}: cannot read the weights ({error})") from None
+    return backbone
+
+
+def _fold_token_type(backbone, loader):
+    """RoBERTa adds token-type embedding 0 to every position: keras-hub's RoBERTa has no such
+    table, so the row is added to the position embeddings (the same sum, exactly)."""
+    try:
+        token_type = loader.get_tensor("embeddings.token_type_embeddings.weight")
+    except KeyError:
+        return
+    positions = backbone.embeddings.position_embedding.position_embeddings
+    positions.assign(positions.numpy() + token_type[0][np.newaxis, :])
+
