@@ -21,7 +21,6 @@ setup(
         "numpy>=2.4,<2.5",
         "scikit-learn>=1.9,<1.10",
         "h5py>=3.14,<3.15",
-        "regex>=2024.0",
         "matplotlib>=3.9,<4",
     ],
     extras_require={

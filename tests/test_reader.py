@@ -20,7 +20,7 @@ from delft.sequenceLabelling.reader import (iob1_to_iob2, load_data_and_labels_c
                                             translate_iob_label_to_grobid)
 from delft.utilities.data_path import shared_data_file
 from delft.utilities.errors import DataFormatError
-from delft.utilities.tokenizer import tokenize
+from delft.utilities.Tokenizer import tokenizeAndFilterSimple
 
 # Two sequences, separated like GROBID's files by an empty line and a line holding one space.
 LABELLED = (
@@ -423,7 +423,8 @@ def test_real_toxic_train():
     x, y = load_data_and_labels_xml_file(path)
     paragraphs = list(ElementTree.parse(path).getroot().iter("{http://www.tei-c.org/ns/1.0}p"))
     assert len(x) == len(y) == len(paragraphs) == 8
-    assert [list(tokens) for tokens in x] == [tokenize(paragraph_text(p)) for p in paragraphs]
+    assert [list(tokens) for tokens in x] == [tokenizeAndFilterSimple(paragraph_text(p))
+                                              for p in paragraphs]
     assert all(len(tokens) == len(labels) for tokens, labels in zip(x, y))
     labels = [label for sequence in y for label in sequence]
     assert labels.count("B-<insult>") == 7 and labels.count("B-<threat>") == 5

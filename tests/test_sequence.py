@@ -14,7 +14,7 @@ import pytest
 
 from conftest import loaded_sequence, MODEL_NAME, crf_sequences, token_accuracy, unlabelled_matrix
 from delft.sequenceLabelling import Sequence, evaluation
-from delft.utilities.tokenizer import tokenize, tokenize_with_offsets
+from delft.utilities.Tokenizer import tokenizeAndFilterSimple, tokenize_with_offsets
 
 TEI_NS = "{http://www.tei-c.org/ns/1.0}"
 DATE_TYPES = {"<day>", "<month>", "<year>"}
@@ -152,7 +152,7 @@ def test_unseen_characters_tag_without_error(loaded_date):
     assert any(c not in known for text in texts for c in text)
     result = loaded_date.tag(texts, None)
     for text, pairs in zip(texts, result):
-        assert [t for t, _ in pairs] == tokenize(text)
+        assert [t for t, _ in pairs] == tokenizeAndFilterSimple(text)
         assert all(label in loaded_date.p.label_vocabulary.labels for _, label in pairs)
     tokens = [["年", "😀"], ["ꙮ"]]
     assert [len(p) for p in loaded_date.tag(tokens, None)] == [2, 1]
@@ -226,7 +226,7 @@ def test_tag_file_iob(loaded_date, text_file, tmp_path):
     expected = loaded_date.tag(lines, None)
     for block, line, pairs in zip(blocks, lines, expected):
         rows = [row.split("\t") for row in block.split("\n")]
-        assert [r[0] for r in rows] == tokenize(line)
+        assert [r[0] for r in rows] == tokenizeAndFilterSimple(line)
         assert rows == [list(p) for p in pairs]
 
 

@@ -21,7 +21,7 @@ import zlib
 import numpy as np
 
 from delft.utilities.errors import DataFormatError
-from delft.utilities.tokenizer import tokenize
+from delft.utilities.Tokenizer import tokenizeAndFilterSimple
 
 _GROBID_BEGIN = "I-"
 _IOB_BEGIN = "B-"
@@ -410,7 +410,7 @@ def _tei_paragraph(paragraph, source, index):
     _tei_segments(paragraph, None, segments)
     tokens, labels = [], []
     for text, label in segments:
-        segment_tokens = tokenize(text)
+        segment_tokens = tokenizeAndFilterSimple(text)
         tokens.extend(segment_tokens)
         if label is None:
             labels.extend([_IOB_OUTSIDE] * len(segment_tokens))

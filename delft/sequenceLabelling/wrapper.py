@@ -20,7 +20,7 @@ from delft.sequenceLabelling.config import ModelConfig, TrainingConfig
 from delft.sequenceLabelling import models
 from delft.utilities import devices
 from delft.utilities.errors import ConfigurationError, ModelLoadError
-from delft.utilities.tokenizer import tokenize_with_offsets
+from delft.utilities.Tokenizer import tokenize_with_offsets
 
 logger = logging.getLogger(__name__)
 
@@ -284,7 +284,7 @@ class Sequence:
         return labels, scores
 
     def tag(self, texts, output_format=None, features=None, batch_size=None, multi_gpu=False):
-        """Label ``texts`` (token lists, or raw strings tokenised with offsets).
+        """Label ``texts`` (token lists, or raw strings split by DeLFT's ``tokenizeAndFilter``).
 
         Returns, per text, ``[token, label]`` pairs (one per input token, input order), or with
         ``output_format="json"`` DeLFT's JSON dict, with ``"TEI"`` a TEI document string.
