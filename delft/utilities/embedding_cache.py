@@ -233,8 +233,12 @@ def build(path: str, source_path: str, fmt: Optional[str], source: Optional[dict
             # the lock is ours, so these are from builds that died
             shutil.rmtree(leftover, ignore_errors=True)
         partial = f"{path}{PARTIAL_INFIX}{os.getpid()}"
-        words, dim = _write(partial, source_path, fmt, label)
-        _write_record(partial, words, dim, source, source_path)
+        try:
+            words, dim = _write(partial, source_path, fmt, label)
+            _write_record(partial, words, dim, source, source_path)
+        except BaseException:
+            shutil.rmtree(partial, ignore_errors=True)
+            raise
         _publish(partial, path)
     state = inspect(path, source)
     if state.problem is not None:
