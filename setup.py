@@ -23,6 +23,7 @@ setup(
         "h5py>=3.14,<3.15",
         "regex>=2024.0",
         "matplotlib>=3.9,<4",
+        "lmdb>=1.4,<4",
     ],
     extras_require={
         "test": ["pytest>=8", "seqeval==1.2.2"],

@@ -129,6 +129,7 @@ def test_digits_are_normalised_for_the_model_lookup_as_in_delft_and_grobid(tmp_p
     assert normalize_num("1999-２０２４") == "0000-0000"
     batch = emb.get_word_vectors(["2024", "９９９９", "June", "2024"])
     assert np.array_equal(batch, vectors[[2, 2, 1, 2]])
+    assert np.array_equal(emb.get_word_vectors(["a\x00b", "2024"]), np.stack([np.zeros(4), vectors[2]]))
     # DeLFT's get_word_vector looks the word up as given; its callers normalise
     assert not emb.get_word_vector("2024").any()
     assert np.array_equal(emb.get_word_vector("2024", normalize_digits=True), vectors[2])

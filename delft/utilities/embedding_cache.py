@@ -60,6 +60,13 @@ _SAMPLE_PREFIXES = (b"a", b"e", b"m", b"s", b"the", b"\xc3")
 
 _envs = {}
 _envs_lock = threading.RLock()
+# bumped by every close_env, so that holders of an environment know to fetch it again
+_generation = 0
+
+
+def generation() -> int:
+    """A number that changes whenever an environment is closed (see :func:`open_env`)."""
+    return _generation
 
 
 def open_env(path: str) -> lmdb.Environment:
@@ -85,8 +92,10 @@ def encode_key(word: str) -> Optional[bytes]:
 
 def close_env(path: str) -> None:
     """Close this process' environment of ``path``; the next :func:`open_env` reopens it."""
+    global _generation
     with _envs_lock:
         cached = _envs.pop(os.path.realpath(path), None)
+        _generation += 1
     if cached is not None and cached[0] == os.getpid():
         cached[1].close()
 
