@@ -358,6 +358,23 @@ def test_configuration_errors_name_the_entry(tmp_path):
         Embeddings("../x", resource_registry=registry)
 
 
+def test_an_unwritable_cache_location_is_a_one_line_error(tmp_path):
+    source = write_text(tmp_path / "e.vec", WORDS, make_vectors(len(WORDS), 3))
+    (tmp_path / "db" / "test-emb.build-lock").mkdir(parents=True)  # stands for any OSError
+    with pytest.raises(ConfigurationError, match="cannot be built"):
+        Embeddings("test-emb", resource_registry=registry_for(tmp_path, source))
+
+
+def test_load_false_then_delfts_make_embeddings_simple(tmp_path):
+    vectors = make_vectors(len(WORDS), 3)
+    source = write_text(tmp_path / "e.vec", WORDS, vectors)
+    emb = Embeddings("other", resource_registry=registry_for(tmp_path, source), load=False)
+    assert (emb.embed_size, emb.vocab_size) == (0, 0)
+    emb.make_embeddings_simple("test-emb")
+    assert emb.name == "test-emb" and np.array_equal(emb.get_word_vectors(WORDS), vectors)
+    assert pickle.loads(pickle.dumps(emb)).get_word_vectors(WORDS).shape == (len(WORDS), 3)
+
+
 def run_python(code, cwd, **kwargs):
     env = {k: v for k, v in os.environ.items() if k != "DELFT_CPU_REPLICAS"}
     env["PYTHONPATH"] = str(REPO_ROOT)

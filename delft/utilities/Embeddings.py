@@ -176,14 +176,19 @@ class Embeddings:
                     return entry
         return None
 
-    def make_embeddings_simple(self) -> None:
+    def make_embeddings_simple(self, name: Optional[str] = None) -> None:
         """Load the embeddings: open (building it if needed) the LMDB cache, or read the file
         in memory. Called by the constructor unless ``load=False``.
+
+        Args:
+            name: other embeddings to load instead (DeLFT's signature); None for ``self.name``.
 
         Raises:
             ConfigurationError: see the class.
             DataFormatError: see the class.
         """
+        if name is not None:
+            self.name, self._lowercase = name, name in LOWERCASE_NAMES
         entry = self._entry()
         source = os.fspath(entry["path"]) if entry.get("path") else None
         fmt = entry.get("format")

@@ -30,12 +30,13 @@ import shutil
 import threading
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Iterable, Optional
 
 import lmdb
 
 from delft.utilities.embedding_sources import SourceInfo, read_vectors
-from delft.utilities.errors import DataFormatError
+from delft.utilities.errors import ConfigurationError, DataFormatError
 
 logger = logging.getLogger(__name__)
 
@@ -102,11 +103,10 @@ def close_env(path: str) -> None:
 
 @dataclass
 class CacheState:
-    """What :func:`inspect` found. ``problem`` is None for a usable cache; ``legacy`` marks pickles."""
+    """What :func:`inspect` found: ``problem`` is None for a usable cache."""
     words: int = 0
     dim: int = 0
     problem: Optional[str] = None
-    legacy: bool = False
     exists: bool = True
 
 
@@ -171,20 +171,22 @@ def _read_record(path: str):
     return record
 
 
+def _sample_values(cursor: lmdb.Cursor) -> Iterable[memoryview]:
+    """A few values spread over the B-tree: the first, the last, and after some prefixes."""
+    moves = [cursor.first, cursor.last] + [partial(cursor.set_range, p) for p in _SAMPLE_PREFIXES]
+    for move in moves:
+        if move():
+            yield cursor.value()
+
+
 def _check_values(env: lmdb.Environment, entries: int) -> CacheState:
     state = CacheState(words=entries)
     lengths = set()
     with env.begin(buffers=True) as txn:
-        cursor = txn.cursor()
-        positions = [cursor.first, cursor.last] + [
-            (lambda prefix=prefix: cursor.set_range(prefix)) for prefix in _SAMPLE_PREFIXES]
-        for position in positions:
-            if position():
-                value = cursor.value()
-                if is_pickle(bytes(value[:64])):
-                    return CacheState(words=entries, legacy=True,
-                                      problem="it holds pickled vectors (TensorFlow-era DeLFT)")
-                lengths.add(len(value))
+        for value in _sample_values(txn.cursor()):
+            if is_pickle(bytes(value[:64])):
+                return CacheState(words=entries, problem="it holds pickled vectors (TensorFlow-era DeLFT)")
+            lengths.add(len(value))
     if entries == 0:
         state.problem = "it is empty"
     elif len(lengths) != 1 or next(iter(lengths)) % 4:
@@ -223,41 +225,52 @@ def build(path: str, source_path: str, fmt: Optional[str], source: Optional[dict
 
     Returns:
         The state of the usable cache at ``path``.
+
+    Raises:
+        DataFormatError: a malformed source file.
+        ConfigurationError: the cache cannot be written (read-only directory, full disk...).
     """
-    parent = os.path.dirname(os.path.abspath(path))
-    os.makedirs(parent, exist_ok=True)
-    with open(path + LOCK_SUFFIX, "a") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            logger.info("%s: another process is building %s, waiting for it", label, path)
-            fcntl.flock(lock, fcntl.LOCK_EX)
-        state = inspect(path, source)
-        if state.problem is None:  # built by the process we waited for
-            return state
-        if state.exists:
-            logger.warning("%s: the cache %s is not usable (%s): rebuilding it from %s",
-                           label, path, state.problem, source_path)
-        for leftover in glob.glob(glob.escape(path + PARTIAL_INFIX) + "*"):
-            # the lock is ours, so these are from builds that died
-            shutil.rmtree(leftover, ignore_errors=True)
-        partial = f"{path}{PARTIAL_INFIX}{os.getpid()}"
-        try:
-            words, dim = _write(partial, source_path, fmt, label)
-            _write_record(partial, words, dim, source, source_path)
-        except BaseException:
-            shutil.rmtree(partial, ignore_errors=True)
-            raise
-        _publish(partial, path)
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path + LOCK_SUFFIX, "a") as lock:
+            return _build_locked(lock, path, source_path, fmt, source, label)
+    except (OSError, lmdb.Error) as error:  # a read-only directory, a full disk...
+        raise ConfigurationError(f"{label}: the cache {path} cannot be built ({error})") from None
+
+
+def _build_locked(lock, path: str, source_path: str, fmt: Optional[str], source: Optional[dict],
+                  label: str) -> CacheState:
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        logger.info("%s: another process is building %s, waiting for it", label, path)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+    state = inspect(path, source)
+    if state.problem is None:  # built by the process we waited for
+        return state
+    if state.exists:
+        logger.warning("%s: the cache %s is not usable (%s): rebuilding it from %s",
+                       label, path, state.problem, source_path)
+    for leftover in glob.glob(glob.escape(path + PARTIAL_INFIX) + "*"):
+        # the lock is ours, so these are from builds that died
+        shutil.rmtree(leftover, ignore_errors=True)
+    building = f"{path}{PARTIAL_INFIX}{os.getpid()}"
+    try:
+        words, dim = _write(building, source_path, fmt, label)
+        _write_record(building, words, dim, source, source_path)
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
+    _publish(building, path)
     state = inspect(path, source)
     if state.problem is not None:
         raise DataFormatError(path, None, f"the cache just built is not readable: {state.problem}")
     return state
 
 
-def _write(partial: str, source_path: str, fmt: Optional[str], label: str):
+def _write(building: str, source_path: str, fmt: Optional[str], label: str):
     """Stream ``source_path`` into a new environment; ``(words stored, dimension)``."""
-    env = lmdb.open(partial, map_size=INITIAL_MAP_SIZE, subdir=True)
+    env = lmdb.open(building, map_size=INITIAL_MAP_SIZE, subdir=True)
     info, read, skipped, pending, pending_bytes = SourceInfo(), 0, 0, [], 0
     started = last_log = time.monotonic()
 
@@ -312,26 +325,26 @@ def _put(env: lmdb.Environment, items: Iterable) -> None:
             env.set_mapsize(env.info()["map_size"] * 2)
 
 
-def _write_record(partial: str, words: int, dim: int, source: Optional[dict], source_path: str):
+def _write_record(building: str, words: int, dim: int, source: Optional[dict], source_path: str):
     record = {"kind": RECORD_KIND, "version": RECORD_VERSION, "words": words, "dim": dim,
-              "data_size": os.path.getsize(os.path.join(partial, "data.mdb")),
+              "data_size": os.path.getsize(os.path.join(building, "data.mdb")),
               "source": source, "source_path": os.path.abspath(source_path),
               "value": "raw little-endian float32"}
-    target = os.path.join(partial, RECORD_FILE)
+    target = os.path.join(building, RECORD_FILE)
     with open(target, "w", encoding="utf-8") as stream:
         json.dump(record, stream, indent=1)
         stream.flush()
         os.fsync(stream.fileno())
 
 
-def _publish(partial: str, path: str) -> None:
+def _publish(building: str, path: str) -> None:
     """Move the finished build to ``path`` (replacing an unusable cache there), durably."""
     close_env(path)
     if os.path.lexists(path):
-        aside = f"{partial}-replaced"
+        aside = f"{building}-replaced"
         os.rename(path, aside)
         shutil.rmtree(aside, ignore_errors=True)
-    os.rename(partial, path)
+    os.rename(building, path)
     directory = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
     try:
         os.fsync(directory)
