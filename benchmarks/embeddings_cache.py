@@ -44,9 +44,11 @@ def write_source(path, words, dim):
                                  for i in range(start, min(start + 10000, words))))
 
 
-def rss_mb():
+def rss_mb(kind="VmRSS"):
+    """Resident MB: ``VmRSS`` in all, ``RssAnon`` the process' own memory, ``RssFile`` the pages
+    of mapped files (the cache), shared and reclaimable."""
     with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS")) / 1024
+        return next(int(line.split()[1]) for line in status if line.startswith(kind + ":")) / 1024
 
 
 def peak_rss_mb():
@@ -73,7 +75,8 @@ def phase_reload(registry, words):
     emb = Embeddings(NAME, resource_registry=registry)
     took = time.perf_counter() - start
     print(f"reload (fresh process): import {imported * 1000:.0f} ms, open and check "
-          f"{took * 1000:.1f} ms; RSS {before:.0f} MB before, {rss_mb():.0f} MB after")
+          f"{took * 1000:.1f} ms; RSS {before:.0f} MB before, {rss_mb():.0f} MB after "
+          f"({rss_mb('RssAnon'):.0f} MB anonymous)")
     start = time.perf_counter()
     Embeddings(NAME, resource_registry=registry)
     print(f"reload (fresh object, same process): {(time.perf_counter() - start) * 1000:.1f} ms")
@@ -89,8 +92,9 @@ def phase_reload(registry, words):
             done += len(batch)
         rate = done / (time.perf_counter() - start)
         print(f"get_word_vectors, batch {size:>6}: {rate:>12,.0f} words/s")
-    print(f"RSS after lookups: {rss_mb():.0f} MB (includes the cache pages the lookups touched, "
-          "shared file pages)")
+    print(f"RSS after lookups: {rss_mb():.0f} MB, of which {rss_mb('RssAnon'):.0f} MB the process' "
+          f"own and {rss_mb('RssFile'):.0f} MB mapped file pages (the cache pages touched: "
+          "shared with other processes and reclaimable)")
 
 
 def main():

@@ -387,7 +387,7 @@ LOAD_CODE = """
 import json, logging, sys
 logging.basicConfig(level=logging.INFO)
 from delft.utilities.Embeddings import Embeddings
-emb = Embeddings("test-emb", resource_registry=json.load(open(sys.argv[1] if len(sys.argv) > 1 else "registry.json")))
+emb = Embeddings("test-emb", resource_registry=json.load(open("registry.json")))
 print(emb.vocab_size, emb.embed_size, float(emb.get_word_vectors(["wh"]).sum()))
 """
 
