@@ -384,7 +384,7 @@ def run_python(code, cwd, **kwargs):
 
 
 LOAD_CODE = """
-import json, logging, sys
+import json, logging
 logging.basicConfig(level=logging.INFO)
 from delft.utilities.Embeddings import Embeddings
 emb = Embeddings("test-emb", resource_registry=json.load(open("registry.json")))
