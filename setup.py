@@ -22,6 +22,7 @@ setup(
         "scikit-learn>=1.9,<1.10",
         "h5py>=3.14,<3.15",
         "matplotlib>=3.9,<4",
+        "lmdb>=1.4,<4",
     ],
     extras_require={
         "test": ["pytest>=8", "seqeval==1.2.2"],
