@@ -37,13 +37,16 @@ import jep.SubInterpreter;
  *   java -cp jep.jar:DIR -Djava.library.path=JEP_DIR GrobidLikeClient --mode sub|shared
  *        --delft DELFT_DIR --site-packages SITE_PACKAGES --models MODELS_DIR
  *        --model NAME:ARCHITECTURE [--model NAME:ARCHITECTURE ...] --input MATRIX_FILE
- *        [--per-sequence] [--repeat N] [--no-labels] [--mark-stderr]
+ *        [--calls one-call|per-sequence|both] [--per-sequence] [--repeat N] [--no-labels]
+ *        [--mark-stderr]
  *
  * NAME:ARCHITECTURE loads Sequence('NAME-ARCHITECTURE') from MODELS_DIR/NAME-ARCHITECTURE/ (GROBID's
  * fullModelName); the features are passed when ARCHITECTURE contains "FEATURE", as GROBID decides.
- * --per-sequence makes one label() call per sequence of the input (GROBID labels one date, one
- * citation... per call); otherwise the whole file is one call. --repeat N labels the input N times
- * (timing only; labels are printed for the first pass).
+ * --calls per-sequence (or --per-sequence) makes one label() call per sequence of the input (GROBID
+ * labels one date, one citation... per call); one-call (the default) labels the whole file in one
+ * call; both does per-sequence then one-call. --repeat N labels the input N times per kind of call
+ * (timing only; labels are printed for the first pass). --mark-stderr writes "# harness call N" on
+ * stderr before each call (diagnosis of what the calls print).
  *
  * stdout, and only this: for each model "# model FULLNAME", then one line per input token
  * "TOKEN<TAB>GROBID_LABEL" (the token of the returned [token, label] pair, the label after
@@ -69,7 +72,7 @@ public class GrobidLikeClient {
     static File modelPath;
     static List<String[]> models = new ArrayList<>();
     static String inputFile;
-    static boolean perSequence = false;
+    static String calls = "one-call";
     static int repeat = 1;
     static boolean printLabels = true;
     static boolean markStderr = false;
@@ -106,22 +109,27 @@ public class GrobidLikeClient {
 
                 if (printLabels)
                     OUT.println("# model " + fullModelName);
-                for (int pass = 0; pass < repeat; pass++) {
-                    boolean print = printLabels && pass == 0;
-                    long t2 = System.nanoTime();
-                    if (perSequence) {
-                        for (String sequence : sequences) {
+                boolean printed = false;
+                for (String kind : calls.equals("both") ? new String[] {"per-sequence", "one-call"}
+                                                        : new String[] {calls}) {
+                    for (int pass = 0; pass < repeat; pass++) {
+                        boolean print = printLabels && !printed;
+                        printed = true;
+                        long t2 = System.nanoTime();
+                        if (kind.equals("per-sequence")) {
+                            for (String sequence : sequences) {
+                                mark();
+                                String labelled = run(executor, () -> label(variable, sequence + "\n", architecture));
+                                emit(labelled, sequence + "\n", print);
+                            }
+                        } else {
                             mark();
-                            String labelled = run(executor, () -> label(variable, sequence + "\n", architecture));
-                            emit(labelled, sequence + "\n", print);
+                            String labelled = run(executor, () -> label(variable, data, architecture));
+                            emit(labelled, data, print);
                         }
-                    } else {
-                        mark();
-                        String labelled = run(executor, () -> label(variable, data, architecture));
-                        emit(labelled, data, print);
+                        timing("tag " + fullModelName + " " + kind + " pass" + pass + " calls="
+                               + (kind.equals("per-sequence") ? sequences.size() : 1), t2, tokens);
                     }
-                    timing("tag " + fullModelName + (perSequence ? " per-sequence" : " one-call")
-                           + " pass" + pass + " calls=" + (perSequence ? sequences.size() : 1), t2, tokens);
                 }
             }
         } catch (ExecutionException e) {
@@ -394,13 +402,16 @@ public class GrobidLikeClient {
                     break;
                 }
                 case "--input": inputFile = args[++k]; break;
-                case "--per-sequence": perSequence = true; break;
+                case "--per-sequence": calls = "per-sequence"; break;
+                case "--calls": calls = args[++k]; break;
                 case "--repeat": repeat = Integer.parseInt(args[++k]); break;
                 case "--no-labels": printLabels = false; break;
                 case "--mark-stderr": markStderr = true; break;
                 default: usage("unknown argument " + args[k]);
             }
         }
+        if (!(calls.equals("one-call") || calls.equals("per-sequence") || calls.equals("both")))
+            usage("--calls one-call|per-sequence|both");
         if (mode == null || !(mode.equals("sub") || mode.equals("shared")))
             usage("--mode sub|shared is required");
         if (delftPath == null || modelPath == null || inputFile == null || models.isEmpty())
