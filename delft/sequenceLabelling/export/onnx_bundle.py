@@ -60,7 +60,7 @@ def export_onnx_bundle(model_dir: str, output: str, max_sequence_length: Optiona
             "(GROBID's Java ONNX engine reads BiLSTM bundles only); use --format savedmodel")
     config = bundle_config(sequence, max_sequence_length, embeddings_name)
     columns = java_feature_columns(sequence.p)
-    encoder = encoder_onnx(sequence, config["wordEmbeddingSize"], columns)
+    encoder = encoder_onnx(sequence, word_embedding_width(sequence), columns)
     with staged_directory(output) as staging:
         with open(os.path.join(staging, ENCODER_FILE), "wb") as out:
             out.write(encoder.SerializeToString())
@@ -205,7 +205,7 @@ def function_to_onnx(function, output_name: str):
         proto, _ = tf2onnx.convert.from_graph_def(
             frozen.graph.as_graph_def(), input_names=inputs, output_names=[output], opset=OPSET,
             custom_op_handlers=dict(CUSTOM_OP_HANDLERS), tensors_to_rename=renames)
-    _declare_inputs(proto, [renames[name] for name in inputs])
+    _declare_interface(proto, [renames[name] for name in inputs], function.outputs[0].shape)
     unconverted = sorted({node.op_type for node in proto.graph.node
                           if node.domain not in ("", "ai.onnx")})
     if unconverted:
@@ -214,14 +214,19 @@ def function_to_onnx(function, output_name: str):
     return proto
 
 
-def _declare_inputs(proto, input_names) -> None:
+def _declare_interface(proto, input_names, output_shape) -> None:
     """Check every input is declared (GROBID feeds ``word_input`` even to a graph that ignores
     it, and ONNX Runtime refuses an undeclared feed); name the batch and sequence axes as
-    DeLFT's exporter does (``batch_size``, ``seq_length``)."""
+    DeLFT's exporter does (``batch_size``, ``seq_length``); give the output its static sizes
+    (GROBID reads the label count from the emissions' shape)."""
     declared = [value.name for value in proto.graph.input]
     if declared != list(input_names):
         raise ConfigurationError(f"tf2onnx declared the inputs {declared}, not {input_names}")
-    for value in list(proto.graph.input) + list(proto.graph.output):
+    (output,) = proto.graph.output
+    for axis, size in enumerate(output_shape.as_list()):
+        if size is not None and axis < len(output.type.tensor_type.shape.dim):
+            output.type.tensor_type.shape.dim[axis].dim_value = size
+    for value in list(proto.graph.input) + [output]:
         dims = value.type.tensor_type.shape.dim
         for axis, label in enumerate(("batch_size", "seq_length")):
             if axis < len(dims):
