@@ -28,7 +28,8 @@ from delft.sequenceLabelling.export import export_model  # noqa: E402
 from delft.sequenceLabelling.export.onnx_bundle import (export_onnx_bundle,  # noqa: E402
                                                         function_to_onnx)
 from delft.sequenceLabelling.layers.bilstm import BiLSTM, fused_inference  # noqa: E402
-from delft.sequenceLabelling.reader import translate_iob_label_to_grobid  # noqa: E402
+from delft.sequenceLabelling.reader import (load_data_and_labels_crf_string,  # noqa: E402
+                                            translate_iob_label_to_grobid)
 from delft.utilities.data_path import shared_data_file  # noqa: E402
 from delft.utilities.errors import ConfigurationError  # noqa: E402
 
@@ -41,6 +42,11 @@ def split_lines(sequences):
     """Tokens and feature columns of GROBID lines without their label (``x``, ``f``)."""
     rows = [[line.split()[:-1] for line in seq] for seq in sequences]
     return [[r[0] for r in seq] for seq in rows], [[r[1:] for r in seq] for seq in rows]
+
+
+def labelled(sequences):
+    """Tokens, IOB labels and features of GROBID lines, as the training reader reads them."""
+    return load_data_and_labels_crf_string("\n\n".join("\n".join(seq) for seq in sequences))
 
 
 def expected_java_output(sequences, tagged):
@@ -79,16 +85,14 @@ def features_model(tmp_path_factory):
     if not AFFILIATION.is_file():
         pytest.skip(f"affiliation-address data absent ({AFFILIATION}); set DELFT_SHARED_DATA")
     sequences = [seq for seq in crf_sequences(AFFILIATION) if len(seq) <= 300]
-    from delft.sequenceLabelling.reader import load_data_and_labels_crf_string
-
-    x, y, f = load_data_and_labels_crf_string("\n\n".join("\n".join(s) for s in sequences[:250]))
+    x, y, f = labelled(sequences[:200])
     model = Sequence(FEATURES_MODEL, architecture="BidLSTM_CRF_FEATURES", max_epoch=2,
                      batch_size=20, recurrent_dropout=0.25, seed=1, max_sequence_length=300)
     model.train(list(x), list(y), list(f))
     models_dir = tmp_path_factory.mktemp("feature_models")
     model.save(str(models_dir))
     loaded = Sequence(FEATURES_MODEL).load(str(models_dir))
-    return models_dir / FEATURES_MODEL, loaded, sequences[250:450]
+    return models_dir / FEATURES_MODEL, loaded, sequences[200:400]
 
 
 # -- the converter -------------------------------------------------------------------------------
@@ -210,10 +214,7 @@ def test_word_embeddings_model_reads_word_input(date_sequences, tmp_path):
     GROBID queries its LMDB with digits turned to 0; our model looked its words up as written:
     the test's vectors are the same for words that differ by digits only, so both agree.
     """
-    from delft.sequenceLabelling.reader import load_data_and_labels_crf_string
-
-    x, y, _ = load_data_and_labels_crf_string("\n\n".join("\n".join(s)
-                                                          for s in date_sequences[:80]))
+    x, y, _ = labelled(date_sequences[:80])
     x, y = list(map(list, x)), list(y)
     rng = np.random.default_rng(5)
     lmdb = {}
@@ -237,77 +238,96 @@ def test_word_embeddings_model_reads_word_input(date_sequences, tmp_path):
 
 # -- the SavedModel ------------------------------------------------------------------------------
 CLIENT = textwrap.dedent('''
-    """A SavedModel client that only knows TensorFlow and vocab.json."""
+    """A SavedModel client that only knows TensorFlow and vocab.json: argv is (export folder,
+    tokens and features JSON, result JSON) triples."""
     import json, sys
     import numpy as np
     import tensorflow as tf
 
-    export, data, result = sys.argv[1:]
-    vocab = json.load(open(f"{export}/vocab.json"))
-    signature = tf.saved_model.load(f"{export}/1").signatures["serving_default"]
-    texts = json.load(open(data))
-    chars, unk, width = vocab["charVocab"], vocab["charVocab"]["<UNK>"], vocab["maxCharLength"]
-    columns = vocab.get("featuresIndices") or []
-    labels = []
-    for start in range(0, len(texts["x"]), 64):
-        x, f = texts["x"][start:start + 64], texts["f"][start:start + 64]
-        steps = max(map(len, x))
-        batch = {"lengths": np.array([len(s) for s in x], np.int32),
-                 "chars": np.zeros((len(x), steps, width), np.int32)}
-        for i, seq in enumerate(x):
-            for t, token in enumerate(seq):
-                ids = [chars.get(c, unk) for c in token[:width]]
-                batch["chars"][i, t, :len(ids)] = ids
-        if columns:
-            batch["features"] = np.zeros((len(x), steps, len(columns)), np.int32)
-            for i, seq in enumerate(f):
-                for t, values in enumerate(seq):
-                    batch["features"][i, t] = [vocab["featuresMapToIndex"][str(c)].get(
-                        values[c], 0) for c in columns]
-        tags = signature(**{k: tf.constant(v) for k, v in batch.items()})["tags"].numpy()
-        labels += [[vocab["tagIndex"][str(k)] for k in row[:len(s)]] for row, s in zip(tags, x)]
-    assert "delft" not in sys.modules
-    json.dump({"labels": labels, "delft_imported": "delft" in sys.modules}, open(result, "w"))
+
+    def label(export, data, result):
+        vocab = json.load(open(f"{export}/vocab.json"))
+        signature = tf.saved_model.load(f"{export}/1").signatures["serving_default"]
+        texts = json.load(open(data))
+        chars, unk, width = vocab["charVocab"], vocab["charVocab"]["<UNK>"], vocab["maxCharLength"]
+        columns = vocab.get("featuresIndices") or []
+        labels = []
+        for start in range(0, len(texts["x"]), 64):
+            x, f = texts["x"][start:start + 64], texts["f"][start:start + 64]
+            steps = max(map(len, x))
+            batch = {"lengths": np.array([len(s) for s in x], np.int32),
+                     "chars": np.zeros((len(x), steps, width), np.int32)}
+            for i, seq in enumerate(x):
+                for t, token in enumerate(seq):
+                    ids = [chars.get(c, unk) for c in token[:width]]
+                    batch["chars"][i, t, :len(ids)] = ids
+            if columns:
+                batch["features"] = np.zeros((len(x), steps, len(columns)), np.int32)
+                for i, seq in enumerate(f):
+                    for t, values in enumerate(seq):
+                        batch["features"][i, t] = [vocab["featuresMapToIndex"][str(c)].get(
+                            values[c], 0) for c in columns]
+            tags = signature(**{k: tf.constant(v) for k, v in batch.items()})["tags"].numpy()
+            labels += [[vocab["tagIndex"][str(k)] for k in row[:len(s)]] for row, s in zip(tags, x)]
+        json.dump({"labels": labels, "delft_imported": "delft" in sys.modules}, open(result, "w"))
+
+
+    for export, data, result in zip(*[iter(sys.argv[1:])] * 3):
+        label(export, data, result)
 ''')
 
 
-def saved_model_labels(export, x, f, tmp_path):
+def saved_model_labels(jobs, tmp_path):
+    """Labels of each ``(export folder, x, f)`` job, from one fresh process without delft."""
     (tmp_path / "client.py").write_text(CLIENT)
-    (tmp_path / "data.json").write_text(json.dumps({"x": x, "f": f}))
-    done = run_python([tmp_path / "client.py", export, tmp_path / "data.json",
-                       tmp_path / "result.json"], cwd=tmp_path)
+    args = []
+    for i, (export, x, f) in enumerate(jobs):
+        (tmp_path / f"data{i}.json").write_text(json.dumps({"x": x, "f": f}))
+        args += [export, tmp_path / f"data{i}.json", tmp_path / f"result{i}.json"]
+    done = run_python([tmp_path / "client.py", *args], cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
-    result = json.loads((tmp_path / "result.json").read_text())
-    assert result["delft_imported"] is False
-    return result["labels"]
+    results = [json.loads((tmp_path / f"result{i}.json").read_text()) for i in range(len(jobs))]
+    assert not any(result["delft_imported"] for result in results)
+    return [result["labels"] for result in results]
 
 
-def test_saved_model_labels_date_as_sequence_tag_without_delft(trained_date, date_sequences,
-                                                                loaded_date, tmp_path):
-    export = tmp_path / "date-savedmodel"
-    written = export_model(str(trained_date.model_dir), str(export), "savedmodel")
-    assert written == str(export / "1") and os.path.isfile(export / "1" / "saved_model.pb")
+@pytest.fixture(scope="module")
+def saved_model_runs(trained_date, date_sequences, loaded_date, request, tmp_path_factory):
+    """``{name: (labels from the SavedModel, labels from Sequence.tag)}`` for the date model and,
+    when the data is there, the affiliation model with features."""
+    tmp_path = tmp_path_factory.mktemp("saved_models")
     x, f = split_lines(date_sequences)
-    expected = [[label for _, label in pairs] for pairs in loaded_date.tag(x)]
-    assert saved_model_labels(str(export), x, f, tmp_path) == expected
+    written = export_model(str(trained_date.model_dir), str(tmp_path / "date"), "savedmodel")
+    assert written == str(tmp_path / "date" / "1")
+    jobs = {"date": (str(tmp_path / "date"), x, f, loaded_date.tag(x))}
+    if AFFILIATION.is_file():
+        model_dir, loaded, sequences = request.getfixturevalue("features_model")
+        export_model(str(model_dir), str(tmp_path / "affiliation"), "savedmodel")
+        x, f = split_lines(sequences)
+        jobs["affiliation"] = (str(tmp_path / "affiliation"), x, f, loaded.tag(x, features=f))
+    got = saved_model_labels([job[:3] for job in jobs.values()], tmp_path)
+    return {name: (labels, [[label for _, label in pairs] for pairs in job[3]])
+            for (name, job), labels in zip(jobs.items(), got)}
 
 
-def test_saved_model_labels_affiliations_with_features_without_delft(features_model, tmp_path):
-    model_dir, loaded, sequences = features_model
-    export = tmp_path / "affiliation-savedmodel"
-    export_model(str(model_dir), str(export), "savedmodel")
-    x, f = split_lines(sequences)
-    expected = [[label for _, label in pairs] for pairs in loaded.tag(x, features=f)]
-    assert saved_model_labels(str(export), x, f, tmp_path) == expected
+def test_saved_model_labels_date_as_sequence_tag_without_delft(saved_model_runs):
+    got, expected = saved_model_runs["date"]
+    assert got == expected
 
 
+def test_saved_model_labels_affiliations_with_features_without_delft(saved_model_runs):
+    if "affiliation" not in saved_model_runs:
+        pytest.skip(f"affiliation-address data absent ({AFFILIATION}); set DELFT_SHARED_DATA")
+    got, expected = saved_model_runs["affiliation"]
+    assert got == expected
+
+
+@pytest.mark.slow
 def test_transformer_saved_model_with_tokenizer_and_no_onnx(date_sequences, tmp_path):
     from tiny_transformers import write_tiny_checkpoint
 
-    from delft.sequenceLabelling.reader import load_data_and_labels_crf_string
-
     checkpoint = write_tiny_checkpoint("bert", str(tmp_path / "bert"))
-    x, y, _ = load_data_and_labels_crf_string("\n\n".join("\n".join(s) for s in date_sequences[:20]))
+    x, y, _ = labelled(date_sequences[:20])
     x, y = list(x), list(y)
     model = Sequence("tiny-BERT_CRF", architecture="BERT_CRF", transformer_name=checkpoint,
                      max_epoch=1, learning_rate=1e-3)
@@ -340,15 +360,16 @@ def test_command_writes_the_bundle_with_its_max_sequence_length(trained_date, tm
     assert sorted(os.listdir(tmp_path)) == ["date-BidLSTM_CRF.onnx"]  # no staging folder left
 
 
-def test_command_errors_are_one_line_and_write_nothing(tmp_path):
-    done = run_python(["-m", "delft.applications.export", tmp_path / "missing", "--format",
-                       "onnx", "--output", tmp_path / "out"])
-    from conftest import delft_stderr_lines
+def test_command_errors_are_one_line_and_write_nothing(tmp_path, capsys):
+    from delft.applications.export import main
 
-    assert done.returncode == 2
-    assert delft_stderr_lines(done.stderr) == [f"error: {tmp_path / 'missing'}: no such model "
-                                               "directory"]
-    assert not (tmp_path / "out").exists()
+    missing = tmp_path / "missing"
+    assert main([str(missing), "--format", "onnx", "--output", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err == f"error: {missing}: no such model directory\n"
+    assert main([str(missing), "--format", "savedmodel", "--output", str(tmp_path / "out"),
+                 "--max-sequence-length", "9"]) == 2
+    assert "ONNX bundle options" in capsys.readouterr().err
+    assert os.listdir(tmp_path) == []
 
 
 def test_a_failed_export_leaves_no_output(trained_date, tmp_path, monkeypatch):
