@@ -1,5 +1,5 @@
-"""Export: GROBID's ONNX bundle read as GROBID's Java reads it, and the SavedModel read without delft,
-both labelling exactly as ``Sequence.tag`` does.
+"""Export: GROBID's ONNX bundle read as GROBID's Java reads it, and the SavedModel read without
+delft, both labelling exactly as ``Sequence.tag`` does.
 
 The Java side (vocabularies, feature quirk, padding to maxSequenceLength, chunks, batch-1 ONNX
 Runtime calls, the CRFDecoder Viterbi) is re-implemented from GROBID's source in
@@ -119,6 +119,20 @@ def test_bilstm_converts_to_onnx_lstm_within_1e5(recurrent_dropout, return_seque
     session = ort.InferenceSession(proto.SerializeToString())
     got = session.run(["y"], {"x": x, "lengths": lengths})[0]
     np.testing.assert_allclose(got[valid], reference[valid], atol=1e-5)
+
+
+def test_tf2onnx_alone_leaves_our_ops_unconverted(monkeypatch):
+    """Without our handlers tf2onnx 1.17 keeps BlockLSTM (and UniqueV2) as TF ops, which ONNX
+    Runtime cannot load (what Keras' own ``model.export(format="onnx")`` produces): refused."""
+    from delft.sequenceLabelling.export import onnx_ops
+
+    monkeypatch.setattr(onnx_ops, "CUSTOM_OP_HANDLERS", {})
+    layer = BiLSTM(2, return_sequences=True)
+    spec = [tf.TensorSpec([None, None, 3], tf.float32, name="x"),
+            tf.TensorSpec([None], tf.int32, name="lengths")]
+    function = tf.function(lambda x, lengths: layer(x, lengths), input_signature=spec)
+    with pytest.raises(ConfigurationError, match=r"unconverted: \['BlockLSTM'\]"):
+        function_to_onnx(function.get_concrete_function(), "y")
 
 
 # -- the bundle ----------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Export a saved model for serving without Python's delft: GROBID's ONNX bundle, or a SavedModel.
 
-    python -m delft.applications.export MODEL_DIR --format onnx --output OUT [--max-sequence-length N]
+    python -m delft.applications.export MODEL_DIR --format onnx --output OUT \
+        [--max-sequence-length N] [--embeddings-name NAME]
     python -m delft.applications.export MODEL_DIR --format savedmodel --output OUT
 
 ``MODEL_DIR`` is a saved model folder (``.../grobid-date-BidLSTM_CRF/``). The ONNX bundle is the

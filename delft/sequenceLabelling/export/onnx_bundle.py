@@ -1,5 +1,6 @@
-"""The ONNX bundle GROBID's Java engine loads: ``config.json``, ``encoder.onnx``, ``crf_params.json``
-and ``vocab.json`` in one folder (``<model>-<architecture>.onnx/`` under ``grobid-home/models``).
+"""The ONNX bundle GROBID's Java engine loads: ``config.json``, ``encoder.onnx``,
+``crf_params.json`` and ``vocab.json`` in one folder (``<model>-<architecture>.onnx/`` under
+``grobid-home/models``).
 
 The encoder is the model's own ``word_potentials`` traced with inputs in the form GROBID's
 ``OnnxModelRunner`` feeds them (``word_input`` float32, ``char_input`` and ``features_input``
@@ -108,7 +109,7 @@ def java_feature_columns(preprocessor) -> Optional[list]:
     return list(range(max(int(c) for c in preprocessor.features_indices) + 1))
 
 
-def encoder_function(sequence, word_width: int, columns: Optional[list]) -> tf.types.experimental.ConcreteFunction:
+def encoder_function(sequence, word_width: int, columns: Optional[list]):
     """The model's per-word potentials as a function of GROBID's encoder inputs.
 
     Inputs: ``word_input`` float32 ``[batch, seq, max(word_width, 1)]``, ``char_input`` int64
@@ -135,7 +136,7 @@ def encoder_function(sequence, word_width: int, columns: Optional[list]) -> tf.t
                            name="char_input")]
     if columns is not None:
         specs.append(tf.TensorSpec([None, None, len(columns)], tf.int64, name="features_input"))
-        model_columns = tf.constant([int(c) for c in preprocessor.features_indices], tf.int32)
+        model_columns = [int(c) for c in preprocessor.features_indices]
 
     def encode(word_input, char_input, features_input=None):
         chars = tf.cast(char_input, tf.int32)
@@ -206,8 +207,9 @@ def function_to_onnx(function, output_name: str):
             frozen.graph.as_graph_def(), input_names=inputs, output_names=[output], opset=OPSET,
             custom_op_handlers=dict(CUSTOM_OP_HANDLERS), tensors_to_rename=renames)
     _declare_interface(proto, [renames[name] for name in inputs], function.outputs[0].shape)
+    # tf2onnx keeps an op it cannot convert under its TF name, in ONNX's own domain
     unconverted = sorted({node.op_type for node in proto.graph.node
-                          if node.domain not in ("", "ai.onnx")})
+                          if not onnx.defs.has(node.op_type, node.domain)})
     if unconverted:
         raise ConfigurationError(f"tf2onnx left TensorFlow ops unconverted: {unconverted}")
     onnx.checker.check_model(proto)
@@ -277,6 +279,21 @@ def crf_params(model) -> dict:
             "endTransitions": end.tolist()}
 
 
+def lmdb_name(embeddings_name: str) -> str:
+    """The LMDB folder name of the embeddings a model was trained with.
+
+    A registry name (``glove-840B``) is DeLFT's LMDB folder name already; a file path (which
+    GROBID cannot use: it looks under ``<delft.install>/data/db/``) gives its file name without
+    extensions.
+
+    >>> lmdb_name("glove-840B"), lmdb_name("/data/glove.840B.300d.txt.gz")
+    ('glove-840B', 'glove')
+    """
+    if os.sep not in embeddings_name and not embeddings_name.endswith((".vec", ".txt", ".gz")):
+        return embeddings_name
+    return os.path.basename(embeddings_name).split(".")[0]
+
+
 def bundle_config(sequence, max_sequence_length: Optional[int] = None,
                   embeddings_name: Optional[str] = None) -> dict:
     """``config.json``: the keys and order of DeLFT's exporter.
@@ -300,8 +317,8 @@ def bundle_config(sequence, max_sequence_length: Optional[int] = None,
         "numCharLstmUnits": model_config.char_lstm_units,
         "numWordLstmUnits": model_config.word_lstm_units,
         "maxSequenceLength": int(length),
-        "embeddingsName": embeddings_name or (model_config.embeddings_name if width else None)
-        or CHAR_ONLY_EMBEDDINGS_NAME,
+        "embeddingsName": embeddings_name or (lmdb_name(model_config.embeddings_name) if width
+                                              else CHAR_ONLY_EMBEDDINGS_NAME),
     }
     columns = java_feature_columns(preprocessor)
     if columns is not None:

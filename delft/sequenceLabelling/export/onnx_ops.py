@@ -51,7 +51,8 @@ def convert_block_lstm(ctx, node, name, args):
         raise ValueError(f"{node.name}: BlockLSTM with cell clipping has no exact ONNX equivalent")
     for index, output in enumerate(node.output[:6]):
         if ctx.find_output_consumers(output):
-            raise ValueError(f"{node.name}: output {index} of BlockLSTM is used; only h is converted")
+            raise ValueError(f"{node.name}: output {index} of BlockLSTM is used; only h is "
+                             "converted")
     w_shape = ctx.get_shape(w)
     if w_shape is None or len(w_shape) != 2 or min(w_shape) <= 0 or w_shape[1] % 4:
         raise ValueError(f"{node.name}: BlockLSTM weights of unknown shape {w_shape}")
@@ -79,8 +80,8 @@ def convert_block_lstm(ctx, node, name, args):
     offsets[_ONNX_FORGET_BLOCK * units:(_ONNX_FORGET_BLOCK + 1) * units] = forget_bias
     ordered_bias = ctx.make_node("Gather", [b, columns], attr={"axis": 0})
     # ONNX adds an input bias and a recurrent bias: ours goes in the first, zeros in the second
-    padded_bias = ctx.make_node("Concat", [ordered_bias.output[0],
-                                           const("recurrent_bias", np.zeros(4 * units, np.float32))],
+    recurrent_bias = const("recurrent_bias", np.zeros(4 * units, np.float32))
+    padded_bias = ctx.make_node("Concat", [ordered_bias.output[0], recurrent_bias],
                                 attr={"axis": 0})
     bias = ctx.make_node("Add", [padded_bias.output[0], const("forget_bias", offsets)])
     bias = builder.make_unsqueeze({"data": bias.output[0], "axes": [0]})
@@ -94,7 +95,8 @@ def convert_block_lstm(ctx, node, name, args):
                  builder.make_unsqueeze({"data": cs_prev, "axes": [0]})],
         attr={"hidden_size": units, "direction": "forward"}, output_count=3,
         op_name_scope=node.name)
-    hidden = builder.make_squeeze({"data": lstm.output[0], "axes": [1]})  # [T, 1, B, H] -> [T, B, H]
+    # Y is [T, directions=1, B, H]: h as BlockLSTM gives it is [T, B, H]
+    hidden = builder.make_squeeze({"data": lstm.output[0], "axes": [1]})
     ctx.replace_all_inputs(node.output[6], hidden)
     ctx.copy_dtype(node.output[6], hidden)
     ctx.copy_shape(node.output[6], hidden)

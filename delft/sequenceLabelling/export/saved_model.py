@@ -63,7 +63,7 @@ def _serving_function(model, input_names):
 
 
 def export_saved_model(model_dir: str, output: str, sequence=None) -> str:
-    """Write ``output/1/`` (the SavedModel) and ``output/vocab.json`` for the model in ``model_dir``.
+    """Write ``output/1/`` (the SavedModel) and ``output/vocab.json`` for ``model_dir``'s model.
 
     Args:
         model_dir: a saved model folder, any architecture.

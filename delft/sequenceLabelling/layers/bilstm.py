@@ -22,7 +22,7 @@ def fused_inference():
     >>> layer = BiLSTM(units=2, recurrent_dropout=0.25)
     >>> with fused_inference():
     ...     tuple(layer(tf.ones([1, 3, 4]), tf.constant([3])).shape)
-    (1, 2)
+    (1, 4)
     """
     token = _FUSED_INFERENCE.set(True)
     try:
