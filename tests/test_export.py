@@ -200,6 +200,34 @@ def test_java_engine_labels_affiliations_with_features_as_sequence_tag(features_
     assert_same_output(got, expected_java_output(sequences, loaded.tag(x, features=f)))
 
 
+def test_chain_crf_names_export_alike(trained_date, tmp_path):
+    """BidLSTM_ChainCRF is the same model under DeLFT's other name: the same bundle."""
+    import shutil
+
+    model_dir = tmp_path / "date-BidLSTM_ChainCRF"
+    shutil.copytree(trained_date.model_dir, model_dir)
+    config = json.loads((model_dir / "config.json").read_text())
+    (model_dir / "config.json").write_text(json.dumps(dict(config,
+                                                           architecture="BidLSTM_ChainCRF")))
+    bundle = export_onnx_bundle(str(model_dir), str(tmp_path / "chain.onnx"))
+    assert json.loads(open(os.path.join(bundle, "config.json")).read())["architecture"] == \
+        "BidLSTM_ChainCRF"
+
+
+def test_model_without_crf_decodes_as_its_argmax(date_sequences, tmp_path):
+    """BidLSTM (softmax) gets zero transitions: GROBID's Viterbi is then the per-word argmax."""
+    x, y, _ = labelled(date_sequences[:100])
+    model = Sequence("date-BidLSTM", architecture="BidLSTM", max_epoch=1, recurrent_dropout=0.0)
+    model.train(list(x), list(y))
+    model.save(str(tmp_path))
+    bundle = export_onnx_bundle(str(tmp_path / "date-BidLSTM"), str(tmp_path / "softmax.onnx"))
+    crf = json.loads(open(os.path.join(bundle, "crf_params.json")).read())
+    assert not np.any(crf["transitions"]) and not np.any(crf["startTransitions"])
+    java = JavaOnnxModel(bundle)
+    assert [java.annotate_tokens(seq, None) for seq in x] == \
+        [[label for _, label in pairs] for pairs in model.tag(list(x))]
+
+
 def test_longer_sequences_are_labelled_in_independent_chunks(trained_date, date_sequences,
                                                              loaded_date, tmp_path,
                                                              record_property):

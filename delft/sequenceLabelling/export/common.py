@@ -41,7 +41,14 @@ def load_model_dir(model_dir: str):
 
 
 def uses_transformer(sequence) -> bool:
-    """Whether ``sequence``'s architecture is of the transformer family."""
+    """Whether ``sequence``'s architecture is of the transformer family.
+
+    Args:
+        sequence: a loaded ``Sequence``.
+
+    Returns:
+        True for BERT_CRF and the like.
+    """
     return architecture_family(sequence.model_config.architecture) == "transformer"
 
 

@@ -72,26 +72,37 @@ def export_onnx_bundle(model_dir: str, output: str, max_sequence_length: Optiona
     return os.path.abspath(output)
 
 
+# ---- EMBEDDINGS ADAPTATION POINT ------------------------------------------------------------
+# The only place that knows how the model reads its words. Contract: a model trained with static
+# embeddings (``model_config.embeddings_name``, vectors of ``model_config.word_embedding_size``)
+# reads one float32 vector per word from ``batch["word_vectors"]`` [batch, words, size], which
+# GROBID fills from DeLFT's LMDB cache (``word_input``). Today's BidLSTM also takes word ids
+# (``batch["words"]``, its frozen table) and prefers ``word_vectors`` when given.
 def word_embedding_width(sequence) -> int:
-    """Floats per word in ``word_input``: the model's embedding size, or 0 without embeddings.
+    """Floats per word the model reads from ``word_input``: 0 for a char-only model.
 
-    EMBEDDINGS ADAPTATION POINT (1/2): today a model with static embeddings holds them in a
-    frozen ``word_embedding`` layer sized by ``model_config.word_embedding_size``.
+    Args:
+        sequence: the loaded ``Sequence``.
+
+    Returns:
+        The word vectors' size, or 0.
     """
-    model = sequence.model
-    if getattr(model, "word_embedding", None) is None:
-        return 0
-    return int(sequence.model_config.word_embedding_size)
+    config = sequence.model_config
+    return int(config.word_embedding_size) if config.embeddings_name else 0
 
 
 def word_batch(word_input: tf.Tensor, width: int) -> dict:
     """The batch entries that carry the words, from GROBID's ``word_input`` vectors.
 
-    EMBEDDINGS ADAPTATION POINT (2/2): the model reads looked-up vectors from
-    ``batch["word_vectors"]`` [batch, words, width] float32, as GROBID's Java looks them up in
-    DeLFT's LMDB cache. A char-only model reads none: its ``word_input`` is ignored.
+    Args:
+        word_input: ``[batch, words, max(width, 1)]`` float32, as GROBID feeds it.
+        width: :func:`word_embedding_width` (0: the model reads no words; ``word_input`` ignored).
+
+    Returns:
+        ``{"word_vectors": word_input}``, or ``{}`` for a char-only model.
     """
     return {"word_vectors": word_input} if width else {}
+# ---- end of the embeddings adaptation point ------------------------------------------------
 
 
 def java_feature_columns(preprocessor) -> Optional[list]:
@@ -103,6 +114,12 @@ def java_feature_columns(preprocessor) -> Optional[list]:
     (which selects by column) both feed the right values; the encoder picks the model's columns,
     and columns without a map are 0 in Java and never read. When the model's columns already are
     0..F-1 this is exactly DeLFT's layout.
+
+    Args:
+        preprocessor: the model's preprocessor.
+
+    Returns:
+        The column list, or None for a model without features.
     """
     if not preprocessor.feature_index:
         return None
@@ -162,7 +179,16 @@ def encoder_function(sequence, word_width: int, columns: Optional[list]):
 
 
 def encoder_onnx(sequence, word_width: int, columns: Optional[list]):
-    """``encoder.onnx`` as an ONNX ModelProto (see :func:`encoder_function`)."""
+    """``encoder.onnx``: :func:`encoder_function` converted by :func:`function_to_onnx`.
+
+    Args:
+        sequence: the loaded ``Sequence``.
+        word_width: floats per word the model reads (:func:`word_embedding_width`).
+        columns: ``featuresIndices`` of the bundle, or None.
+
+    Returns:
+        The ONNX ModelProto.
+    """
     return function_to_onnx(encoder_function(sequence, word_width, columns), "emissions")
 
 
@@ -269,6 +295,12 @@ def crf_params(model) -> dict:
     from i to j, start and end scores) and decodes as GROBID's ``CRFDecoder`` does. A model
     without a CRF gets zeros: Viterbi over zero transitions is the per-word argmax of its
     potentials, i.e. its own softmax decoding.
+
+    Args:
+        model: the built ``SequenceLabeller``.
+
+    Returns:
+        The three lists, float32 values as Python floats.
     """
     if model.crf is None:
         k = model.num_labels
@@ -286,6 +318,12 @@ def lmdb_name(embeddings_name: str) -> str:
     GROBID cannot use: it looks under ``<delft.install>/data/db/``) gives its file name without
     extensions.
 
+    Args:
+        embeddings_name: ``model_config.embeddings_name``.
+
+    Returns:
+        The folder name.
+
     >>> lmdb_name("glove-840B"), lmdb_name("/data/glove.840B.300d.txt.gz")
     ('glove-840B', 'glove')
     """
@@ -300,6 +338,14 @@ def bundle_config(sequence, max_sequence_length: Optional[int] = None,
 
     GROBID reads ``wordEmbeddingSize``, ``maxSequenceLength`` and ``embeddingsName``; the others
     describe the model.
+
+    Args:
+        sequence: the loaded ``Sequence``.
+        max_sequence_length: ``maxSequenceLength`` (default: the model's).
+        embeddings_name: ``embeddingsName`` (default: see :func:`export_onnx_bundle`).
+
+    Returns:
+        The dict, in DeLFT's key order.
 
     Raises:
         ConfigurationError: ``max_sequence_length`` below 1.

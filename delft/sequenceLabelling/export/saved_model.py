@@ -87,7 +87,15 @@ def export_saved_model(model_dir: str, output: str, sequence=None) -> str:
 
 
 def saved_model_vocab(sequence, module: LabellingModule) -> dict:
-    """``vocab.json`` of a SavedModel: the bundle's vocabularies and how to fill each input."""
+    """``vocab.json`` of a SavedModel: the bundle's vocabularies and how to fill each input.
+
+    Args:
+        sequence: the loaded ``Sequence``.
+        module: the module being saved (its input names).
+
+    Returns:
+        The dict, ready for ``write_json``.
+    """
     preprocessor = sequence.p
     vocab = vocabularies(preprocessor)
     vocab["modelName"] = sequence.model_config.model_name
