@@ -274,8 +274,18 @@ def test_word_embeddings_model_reads_word_input(date_sequences, tmp_path):
     assert (config["wordEmbeddingSize"], config["embeddingsName"]) == (4, "tiny")
     java = JavaOnnxModel(bundle, embeddings={k: np.asarray(v.split(), np.float32)
                                              for k, v in lmdb.items()})
-    assert [java.annotate_tokens(seq, None) for seq in x] == \
-        [[label for _, label in pairs] for pairs in model.tag(x)]
+    expected = [[label for _, label in pairs] for pairs in model.tag(x)]
+    assert [java.annotate_tokens(seq, None) for seq in x] == expected
+    export = tmp_path / "words-savedmodel"
+    export_model(str(tmp_path / "models" / "date-words"), str(export), "savedmodel")
+    vocab = json.loads((export / "vocab.json").read_text())
+    signature = tf.saved_model.load(str(export / "1")).signatures["serving_default"]
+    batch = model.p.padded_batch(model.p.encode(x[:8]), np.arange(8))
+    batch["words"] = np.array([[vocab["wordIndex"].get(w, 1) for w in seq] + [0] * (
+        batch["chars"].shape[1] - len(seq)) for seq in x[:8]], np.int32)
+    tags = signature(**{k: tf.constant(v) for k, v in batch.items()})["tags"].numpy()
+    assert [[vocab["tagIndex"][str(k)] for k in row[:len(s)]] for row, s in zip(tags, x)] == \
+        expected[:8]
 
 
 # -- the SavedModel ------------------------------------------------------------------------------

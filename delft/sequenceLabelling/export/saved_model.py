@@ -102,6 +102,10 @@ def saved_model_vocab(sequence, module: LabellingModule) -> dict:
     vocab["architecture"] = sequence.model_config.architecture
     vocab["signature"] = SIGNATURE
     vocab["inputs"] = {name: _input_note(name) for name in module.input_names}
+    if "words" in module.input_names:  # the model's own word table (its frozen embeddings)
+        vocab["wordIndex"] = dict(preprocessor.word_index)
+    if sequence.model_config.embeddings_name:
+        vocab["embeddingsName"] = sequence.model_config.embeddings_name
     vocab["outputs"] = {"tags": "int32 [batch, words]: tagIndex ids, 0 past each row's length",
                         "scores": "float32 [batch, words]: softmax confidence of each tag",
                         "potentials": "float32 [batch, words, labels]: CRF inputs"}
@@ -123,7 +127,10 @@ def _input_note(name: str) -> str:
         "lengths": "int32 [batch]: words in each row (at least 1); rows are padded after them",
         "features": "int32 [batch, words, len(featuresIndices)]: featuresMapToIndex ids of "
                     "those columns (counted after the token); 0 for an unseen value",
-        "words": "int32 [batch, words]: ids of the model's own word table (preprocessor.json)",
+        "words": "int32 [batch, words]: wordIndex id of each word as written, else of its "
+                 "lowercase form, else 1",
+        "word_vectors": "float32 [batch, words, size]: each word's vector from the embeddings "
+                        "named embeddingsName",
         "input_ids": "int32 [batch, subtokens]: prefixIds, the words' subtokens, suffixIds, padId",
         "token_type_ids": "int32 [batch, subtokens]: zeros",
         "padding_mask": "int32 [batch, subtokens]: 1 on prefix, subtokens and suffix, else 0",
