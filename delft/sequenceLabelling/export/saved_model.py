@@ -22,7 +22,6 @@ logger = logging.getLogger(__name__)
 
 SAVED_MODEL_DIR = "1"  # TF Serving serves <base_path>/<version>/: the folder is version 1
 SIGNATURE = "serving_default"
-OUTPUTS = ("tags", "scores", "potentials")
 
 
 class LabellingModule(tf.Module):
