@@ -1,6 +1,8 @@
 """delft: sequence labelling on TensorFlow/Keras, scaling across devices with tf.distribute."""
 from setuptools import find_packages, setup
 
+EXPORT_REQUIRES = ["tf2onnx==1.17.0", "onnx>=1.17,<1.24", "onnxruntime>=1.20,<1.33"]
+
 setup(
     name="delft",
     version="0.6.0",
@@ -25,13 +27,16 @@ setup(
         "lmdb>=1.4,<4",
     ],
     extras_require={
-        "test": ["pytest>=8", "seqeval==1.2.2"],
+        # ONNX export (delftExport --format onnx): converter, checker; onnxruntime to run bundles
+        "export": EXPORT_REQUIRES,
+        "test": ["pytest>=8", "seqeval==1.2.2"] + EXPORT_REQUIRES,
     },
     entry_points={
         "console_scripts": [
             "grobidTagger=delft.applications.grobidTagger:command",
             "nerTagger=delft.applications.nerTagger:command",
             "insultTagger=delft.applications.insultTagger:command",
+            "delftExport=delft.applications.export:command",
         ],
     },
 )

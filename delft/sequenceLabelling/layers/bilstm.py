@@ -1,6 +1,34 @@
 """A bidirectional LSTM over right-padded sequences of known lengths, on TF's fused LSTM kernel."""
+import contextlib
+import contextvars
+
 import keras
 import tensorflow as tf
+
+# Set while a model is traced for export: see `fused_inference`.
+_FUSED_INFERENCE = contextvars.ContextVar("delft_fused_inference", default=False)
+
+
+@contextlib.contextmanager
+def fused_inference():
+    """Within this context, every :class:`BiLSTM` infers with the fused ``BlockLSTM`` op.
+
+    Layers built on Keras' LSTM (``recurrent_dropout > 0``) then run their weights through the
+    same op as the others (recurrent dropout only acts in training, so the numbers are the same
+    to float rounding): an exported graph holds one LSTM op, which the ONNX converter maps to
+    ONNX's fused LSTM (``delft.sequenceLabelling.export.onnx_ops``) instead of a Keras while loop.
+    Read when a function is traced: trace the exported function inside the context.
+
+    >>> layer = BiLSTM(units=2, recurrent_dropout=0.25)
+    >>> with fused_inference():
+    ...     tuple(layer(tf.ones([1, 3, 4]), tf.constant([3])).shape)
+    (1, 4)
+    """
+    token = _FUSED_INFERENCE.set(True)
+    try:
+        yield
+    finally:
+        _FUSED_INFERENCE.reset(token)
 
 
 @keras.saving.register_keras_serializable(package="delft")
@@ -15,7 +43,7 @@ class BiLSTM(keras.layers.Layer):
     graph is a while loop of small ops whose gradient takes seconds to trace (2.1 s against 0.26 s
     for one BiLSTM here) and that runs no faster. The backward direction reverses each row within
     its own length. Recurrent dropout needs a per-step mask the fused op has no place for: with
-    ``recurrent_dropout > 0`` Keras' LSTM is used instead.
+    ``recurrent_dropout > 0`` Keras' LSTM is used instead (except under :func:`fused_inference`).
 
     >>> layer = BiLSTM(units=3, return_sequences=True)
     >>> tuple(layer(tf.ones([2, 4, 5]), tf.constant([4, 2])).shape)
@@ -48,14 +76,15 @@ class BiLSTM(keras.layers.Layer):
             self.directions.append((kernel, recurrent, bias))
 
     def call(self, inputs, lengths, training=False):
-        if self.keras_lstm is not None:
+        if self.keras_lstm is not None and (training or not _FUSED_INFERENCE.get()):
             mask = tf.sequence_mask(lengths, tf.shape(inputs)[1])
             return self.keras_lstm(inputs, mask=mask, training=training)
+        directions = self._fused_directions(inputs.shape)
         lengths = tf.cast(lengths, tf.int32)
         time_major = tf.transpose(inputs, [1, 0, 2])
-        forward = self._run(time_major, self.directions[0])
+        forward = self._run(time_major, directions[0])
         reversed_inputs = tf.reverse_sequence(time_major, lengths, seq_axis=0, batch_axis=1)
-        backward = self._run(reversed_inputs, self.directions[1])
+        backward = self._run(reversed_inputs, directions[1])
         if self.return_sequences:
             backward = tf.reverse_sequence(backward, lengths, seq_axis=0, batch_axis=1)
             return tf.transpose(tf.concat([forward, backward], axis=-1), [1, 0, 2])
@@ -63,15 +92,31 @@ class BiLSTM(keras.layers.Layer):
         final = tf.concat([tf.gather_nd(forward, last), tf.gather_nd(backward, last)], axis=-1)
         return final * tf.cast(lengths > 0, final.dtype)[:, None]
 
-    def _run(self, time_major, weights):
-        kernel, recurrent, bias = weights
+    def _fused_directions(self, input_shape):
+        """``((kernel, recurrent kernel, bias), forget bias)`` of each direction for BlockLSTM."""
+        if self.keras_lstm is None:
+            return [(weights, 1.0) for weights in self.directions]
+        if not self.keras_lstm.built:
+            self.keras_lstm.build(input_shape)
+        # Keras orders the gate blocks (input, forget, cell, output), BlockLSTM (input, cell,
+        # forget, output); Keras has no forget bias beside its bias vector, hence 0
+        def reorder(weight):
+            i, f, c, o = tf.split(tf.convert_to_tensor(weight), 4, axis=-1)
+            return tf.concat([i, c, f, o], axis=-1)
+
+        return [((reorder(layer.cell.kernel), reorder(layer.cell.recurrent_kernel),
+                  reorder(layer.cell.bias)), 0.0)
+                for layer in (self.keras_lstm.forward_layer, self.keras_lstm.backward_layer)]
+
+    def _run(self, time_major, direction):
+        (kernel, recurrent, bias), forget_bias = direction
         zeros = tf.zeros([tf.shape(time_major)[1], self.units], time_major.dtype)
         peephole = tf.zeros([self.units], time_major.dtype)
         outputs = tf.raw_ops.BlockLSTM(
             seq_len_max=tf.cast(tf.shape(time_major)[0], tf.int64), x=time_major,
             cs_prev=zeros, h_prev=zeros, w=tf.concat([kernel, recurrent], axis=0),
-            wci=peephole, wcf=peephole, wco=peephole, b=bias, forget_bias=1.0, cell_clip=-1.0,
-            use_peephole=False)
+            wci=peephole, wcf=peephole, wco=peephole, b=bias, forget_bias=forget_bias,
+            cell_clip=-1.0, use_peephole=False)
         return outputs[6]  # h: [time, batch, units]
 
     def compute_output_shape(self, input_shape):
@@ -83,3 +128,4 @@ class BiLSTM(keras.layers.Layer):
         return dict(super().get_config(), units=self.units,
                     return_sequences=self.return_sequences,
                     recurrent_dropout=self.recurrent_dropout)
+

@@ -59,7 +59,9 @@ class BidLSTM(SequenceLabeller):
     def word_potentials(self, batch, training=False):
         chars = batch["chars"]
         parts = [self.char_encoder(chars)]
-        if self.word_embedding is not None:
+        if "word_vectors" in batch:  # looked up outside the model (the ONNX bundle: by GROBID)
+            parts.insert(0, tf.cast(batch["word_vectors"], parts[0].dtype))
+        elif self.word_embedding is not None:
             parts.insert(0, self.word_embedding(batch["words"]))
         if self.feature_encoder is not None:
             parts.append(self.feature_encoder(batch["features"]))
