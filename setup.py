@@ -25,11 +25,13 @@ setup(
         "h5py>=3.14,<3.15",
         "matplotlib>=3.9,<4",
         "lmdb>=1.4,<4",
+        "tqdm>=4.66,<5",
     ],
     extras_require={
         # ONNX export (delftExport --format onnx): converter, checker; onnxruntime to run bundles
         "export": EXPORT_REQUIRES,
-        "test": ["pytest>=8", "seqeval==1.2.2"] + EXPORT_REQUIRES,
+        # jep: GROBID's JEP client in the tests (builds against the JDK)
+        "test": ["pytest>=8", "seqeval==1.2.2", "jep==4.3.2"] + EXPORT_REQUIRES,
     },
     entry_points={
         "console_scripts": [

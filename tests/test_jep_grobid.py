@@ -40,7 +40,7 @@ ARCHITECTURES = ("BidLSTM_CRF", "BidLSTM_CRF_FEATURES")
 # The folder ``grobidTagger.py <model> train --output DIR`` writes under DIR. GROBID loads
 # DIR/<model>-<architecture>/ (compat.md); the CLI writes DIR/grobid-<model>-<architecture>/ today.
 # Switch this one line to "" when the CLI saves under GROBID's name.
-CLI_SAVED_PREFIX = "grobid-"
+CLI_SAVED_PREFIX = ""  # under --output: the folder GROBID loads
 
 
 def cli_saved_name(model, architecture):

@@ -280,7 +280,12 @@ def _has_feature_columns(features):
 
 
 class WordPreprocessor(Preprocessor):
-    """The RNN family's preprocessor: characters, static word embeddings (optional), features.
+    """The RNN family's preprocessor: characters, word vectors (optional), feature columns.
+
+    Word vectors are looked up in the *whole* vocabulary of ``embeddings`` (a
+    :class:`~delft.utilities.Embeddings.Embeddings`, set by ``Sequence`` and not saved with the
+    preprocessor: the model folder names the embeddings), once per distinct token of a corpus, as
+    DeLFT and GROBID's Java do: a word unseen in training still gets its pretrained vector.
 
     >>> p = WordPreprocessor(max_char_length=5)
     >>> p.fit([["June", "2005"]], [["B-<month>", "B-<year>"]])["labels"]
@@ -294,25 +299,7 @@ class WordPreprocessor(Preprocessor):
 
     def __init__(self, max_char_length=30, features_indices=None):
         super().__init__(max_char_length, features_indices)
-        self.word_index = {}
-        self.word_vectors = None  # the embedding matrix, only between fit and model build
-
-    def fit_word_vectors(self, vectors):
-        """Index the words of ``{word: vector}``; rows 0 (padding) and 1 (unknown) are zeros."""
-        words = sorted(vectors)
-        self.word_index = {word: i + 2 for i, word in enumerate(words)}
-        dimension = len(next(iter(vectors.values()))) if vectors else 0
-        self.word_vectors = np.zeros((len(words) + 2, dimension), dtype=np.float32)
-        for word, row in self.word_index.items():
-            self.word_vectors[row] = vectors[word]
-
-    def word_lookup_keys(self, x):
-        """The strings whose vectors tagging may look up: each token and its lowercase form."""
-        return {key for seq in x for token in seq for key in (token, token.lower())}
-
-    @property
-    def word_vocab_size(self):
-        return len(self.word_index) + 2 if self.word_index else 0
+        self.embeddings = None
 
     def encode(self, x, features=None, window_size=None):
         """Encode sequences of tokens (and their feature columns) into an :class:`EncodedCorpus`.
@@ -323,12 +310,11 @@ class WordPreprocessor(Preprocessor):
         token_index, token_rows = self.intern_tokens(x)
         lengths = np.fromiter((len(seq) for seq in x), dtype=np.int64, count=len(x))
         data = {"token_rows": token_rows, **self.char_data(token_index)}
-        if self.word_index:
-            word_table = np.zeros(len(token_index) + 1, dtype=np.int32)
-            for token, row in token_index.items():
-                word_table[row] = self.word_index.get(
-                    token, self.word_index.get(token.lower(), UNKNOWN_INDEX))
-            data["word_table"] = word_table
+        if self.embeddings is not None:
+            table = np.zeros((len(token_index) + 1, self.embeddings.embed_size), dtype=np.float32)
+            if token_index:
+                table[1:] = self.embeddings.get_word_vectors(list(token_index))
+            data["word_vector_table"] = table
         data.update(self.features_data(features))
         return EncodedCorpus(lengths, *rows_from_windows(lengths, window_size), data)
 
@@ -336,23 +322,20 @@ class WordPreprocessor(Preprocessor):
         tokens = self.token_matrix(corpus, rows, width)
         batch = {"chars": self.chars_of(corpus, tokens),
                  "lengths": corpus.row_length[rows].astype(np.int32)}
-        if "word_table" in corpus.data:
-            batch["words"] = corpus.data["word_table"][tokens]
+        if "word_vector_table" in corpus.data:
+            batch["word_vectors"] = corpus.data["word_vector_table"][tokens]
         return self.add_features_and_labels(batch, corpus, rows, tokens.shape[1], label_ids)
 
     def batch_signature(self, with_labels):
         import tensorflow as tf
 
         signature = self.common_signature(with_labels)
-        if self.word_index:
-            signature["words"] = tf.TensorSpec([None, None], tf.int32)
+        if self.embeddings is not None:
+            signature["word_vectors"] = tf.TensorSpec([None, None, self.embeddings.embed_size],
+                                                      tf.float32)
         return signature
-
-    def to_dict(self):
-        return dict(super().to_dict(), word_index=self.word_index)
 
     @classmethod
     def from_dict(cls, values):
         p = cls(values["max_char_length"], values.get("features_indices"))
-        p.word_index = dict(values.get("word_index", {}))
         return p.restore_vocabularies(values)

@@ -19,7 +19,7 @@ from delft.sequenceLabelling import evaluation, output
 from delft.sequenceLabelling.config import ModelConfig, TrainingConfig
 from delft.sequenceLabelling import models
 from delft.utilities import devices
-from delft.utilities.errors import ConfigurationError, ModelLoadError
+from delft.utilities.errors import ConfigurationError, DelftError, ModelLoadError
 from delft.utilities.Tokenizer import tokenize_with_offsets
 
 logger = logging.getLogger(__name__)
@@ -148,7 +148,7 @@ class Sequence:
         else:
             self.p = models.new_preprocessor(self.model_config)
             self.p.fit(x_train, y_train, f_train)
-            self._fit_word_embeddings(x_train, x_valid)
+            self._open_embeddings()
             self.model = self._build(strategy, self.p)
         self._predictors = {}
         train_corpus = self._encode_for_training(x_train, f_train)
@@ -164,22 +164,34 @@ class Sequence:
         logger.info("training runtime: %.1f s", time.perf_counter() - start)
         self.models = [self.model]
 
-    def _fit_word_embeddings(self, *corpora):
-        """Keep the vectors of the words the data uses (training and validation)."""
-        if not self.model_config.embeddings_name:
+    def _open_embeddings(self, loading_from=None):
+        """Attach the word embeddings the config names to the preprocessor (nothing without).
+
+        Their whole vocabulary is looked up at each encoding: a word unseen in training still
+        gets its vector. ``loading_from``: the model folder being loaded, for the error message.
+        """
+        name = self.model_config.embeddings_name
+        if not name:
             return
         if self.uses_transformer:
-            raise ConfigurationError("static word embeddings go with the BiLSTM family only")
-        from delft.utilities.embeddings import load_word_vectors, resolve_embeddings
+            raise ConfigurationError("static word embeddings go with the RNN family only")
+        from delft.utilities.Embeddings import open_embeddings
 
-        path = resolve_embeddings(self.model_config.embeddings_name)
-        keys = set().union(*(self.p.word_lookup_keys(x) for x in corpora if x is not None))
-        vectors = load_word_vectors(path, keys)
-        if not vectors:
-            raise ConfigurationError(f"{path}: none of the corpus words has a vector")
-        self.p.fit_word_vectors(vectors)
-        self.model_config.word_embedding_size = self.p.word_vectors.shape[1]
-        logger.info("word embeddings %s: %d of %d token forms found", path, len(vectors), len(keys))
+        try:
+            embeddings = open_embeddings(name)
+        except DelftError as error:
+            if loading_from is None:
+                raise
+            raise ModelLoadError(f"{loading_from}: the model's word embeddings {name!r} cannot "
+                                 f"be opened ({error})") from None
+        size = self.model_config.word_embedding_size
+        if loading_from is not None and embeddings.embed_size != size:
+            raise ModelLoadError(f"{loading_from}: the model was trained on {size}-wide vectors, "
+                                 f"the embeddings {name!r} have {embeddings.embed_size}")
+        self.model_config.word_embedding_size = embeddings.embed_size
+        self.p.embeddings = embeddings
+        logger.info("word embeddings %s: %d words of %d values", name, embeddings.vocab_size,
+                    embeddings.embed_size)
 
     def _encode_for_training(self, x, features):
         size = None if self.uses_transformer else self.model_config.max_sequence_length
@@ -404,6 +416,7 @@ class Sequence:
         self.model_config = config
         self.p = models.load_preprocessor(os.path.join(path, PREPROCESSOR_FILE))
         self.p.load_resources(path)
+        self._open_embeddings(loading_from=path)
         strategy = devices.get_strategy(multi_gpu)
         self.model = self._build(strategy, self.p)
         try:

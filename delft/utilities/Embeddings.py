@@ -355,3 +355,29 @@ class Embeddings:
         """Close the LMDB environment of this process (reopened on the next lookup)."""
         if self.cache_path is not None:
             embedding_cache.close_env(self.cache_path)
+
+
+def open_embeddings(name: str, resource_registry=None) -> Embeddings:
+    """The embeddings ``name``: a name of the registry, or the path of a vectors file.
+
+    A file is described by a one-entry registry (the registry's cache location kept); its cache
+    is named after the file and a hash of its absolute path, so two files of one name never share
+    a cache.
+
+    Args:
+        name: a registry name, or a file path.
+        resource_registry: as for :class:`Embeddings`.
+
+    Returns:
+        The loaded :class:`Embeddings`.
+    """
+    if not os.path.isfile(name):
+        return Embeddings(name, resource_registry=resource_registry)
+    import hashlib
+
+    path = os.path.abspath(name)
+    registry = dict(Embeddings._registry_of(resource_registry)[0])
+    stem = os.path.basename(path).split(".")[0] or "vectors"
+    cache_name = f"{stem}-{hashlib.sha1(path.encode('utf-8')).hexdigest()[:8]}"
+    registry["embeddings"] = [{"name": cache_name, "path": path, "type": "static"}]
+    return Embeddings(cache_name, resource_registry=registry)

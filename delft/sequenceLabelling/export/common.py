@@ -11,7 +11,7 @@ from typing import Iterator, List, Optional
 
 import tensorflow as tf
 
-from delft.sequenceLabelling.models import architecture_family
+from delft.sequenceLabelling.models import architecture
 from delft.sequenceLabelling.preprocess import UNKNOWN_INDEX
 from delft.utilities.errors import ConfigurationError, ModelLoadError
 
@@ -37,7 +37,9 @@ def load_model_dir(model_dir: str):
     path = os.path.abspath(model_dir.rstrip("/\\") or model_dir)
     if not os.path.isdir(path):
         raise ModelLoadError(f"{model_dir}: no such model directory")
-    return Sequence(os.path.basename(path)).load(dir_path=os.path.dirname(path))
+    sequence = Sequence(os.path.basename(path))
+    sequence.load(dir_path=os.path.dirname(path))
+    return sequence
 
 
 def uses_transformer(sequence) -> bool:
@@ -49,7 +51,7 @@ def uses_transformer(sequence) -> bool:
     Returns:
         True for BERT_CRF and the like.
     """
-    return architecture_family(sequence.model_config.architecture) == "transformer"
+    return architecture(sequence.model_config.architecture).family == "transformer"
 
 
 @contextlib.contextmanager
@@ -119,11 +121,10 @@ def vocabularies(preprocessor, feature_columns: Optional[List[int]] = None) -> d
         The dict, ready for :func:`write_json`.
     """
     labels = preprocessor.label_vocabulary.labels
-    words = getattr(preprocessor, "words", preprocessor)  # the transformer keeps them aside
-    vocab = {"charVocab": dict(words.char_index),
+    vocab = {"charVocab": dict(preprocessor.char_index),
              "tagVocab": {label: i for i, label in enumerate(labels)},
              "tagIndex": {str(i): label for i, label in enumerate(labels)},
-             "maxCharLength": int(words.max_char_length)}
+             "maxCharLength": int(preprocessor.max_char_length)}
     if preprocessor.feature_index:
         used = [int(c) for c in preprocessor.features_indices]
         vocab["featuresIndices"] = list(feature_columns if feature_columns is not None else used)

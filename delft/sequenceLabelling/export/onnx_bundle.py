@@ -76,8 +76,7 @@ def export_onnx_bundle(model_dir: str, output: str, max_sequence_length: Optiona
 # The only place that knows how the model reads its words. Contract: a model trained with static
 # embeddings (``model_config.embeddings_name``, vectors of ``model_config.word_embedding_size``)
 # reads one float32 vector per word from ``batch["word_vectors"]`` [batch, words, size], which
-# GROBID fills from DeLFT's LMDB cache (``word_input``). Today's BidLSTM also takes word ids
-# (``batch["words"]``, its frozen table) and prefers ``word_vectors`` when given.
+# GROBID fills from DeLFT's LMDB cache (``word_input``), as delft's preprocessor does.
 def word_embedding_width(sequence) -> int:
     """Floats per word the model reads from ``word_input``: 0 for a char-only model.
 
@@ -142,10 +141,8 @@ def encoder_function(sequence, word_width: int, columns: Optional[list]):
         columns: ``featuresIndices`` of the bundle (see :func:`java_feature_columns`), or None.
 
     Returns:
-        A concrete function, traced with every BiLSTM on the fused op.
+        A concrete function (inference runs every BiLSTM on the fused op).
     """
-    from delft.sequenceLabelling.layers.bilstm import fused_inference
-
     model, preprocessor = sequence.model, sequence.p
     specs = [tf.TensorSpec([None, None, max(word_width, CHAR_ONLY_WORD_WIDTH)], tf.float32,
                            name="word_input"),
@@ -174,8 +171,7 @@ def encoder_function(sequence, word_width: int, columns: Optional[list]):
         padded.set_shape([None, None, model.num_labels])  # GROBID reads the label count from it
         return tf.identity(padded, name="emissions")
 
-    with fused_inference():
-        return tf.function(encode, input_signature=specs).get_concrete_function()
+    return tf.function(encode, input_signature=specs).get_concrete_function()
 
 
 def encoder_onnx(sequence, word_width: int, columns: Optional[list]):

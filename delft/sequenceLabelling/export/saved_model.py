@@ -101,15 +101,13 @@ def saved_model_vocab(sequence, module: LabellingModule) -> dict:
     vocab["architecture"] = sequence.model_config.architecture
     vocab["signature"] = SIGNATURE
     vocab["inputs"] = {name: _input_note(name) for name in module.input_names}
-    if "words" in module.input_names:  # the model's own word table (its frozen embeddings)
-        vocab["wordIndex"] = dict(preprocessor.word_index)
     if sequence.model_config.embeddings_name:
         vocab["embeddingsName"] = sequence.model_config.embeddings_name
     vocab["outputs"] = {"tags": "int32 [batch, words]: tagIndex ids, 0 past each row's length",
                         "scores": "float32 [batch, words]: softmax confidence of each tag",
                         "potentials": "float32 [batch, words, labels]: CRF inputs"}
     if uses_transformer(sequence):
-        from delft.sequenceLabelling.models.transformer import RESOURCES_DIR
+        from delft.sequenceLabelling.transformers.preprocess import RESOURCES_DIR
 
         prefix, suffix, pad, unknown = preprocessor._special_tokens()
         vocab["transformer"] = {"tokenizer": RESOURCES_DIR, "prefixIds": prefix.tolist(),
@@ -126,8 +124,6 @@ def _input_note(name: str) -> str:
         "lengths": "int32 [batch]: words in each row (at least 1); rows are padded after them",
         "features": "int32 [batch, words, len(featuresIndices)]: featuresMapToIndex ids of "
                     "those columns (counted after the token); 0 for an unseen value",
-        "words": "int32 [batch, words]: wordIndex id of each word as written, else of its "
-                 "lowercase form, else 1",
         "word_vectors": "float32 [batch, words, size]: each word's vector from the embeddings "
                         "named embeddingsName",
         "input_ids": "int32 [batch, subtokens]: prefixIds, the words' subtokens, suffixIds, padId",
@@ -140,6 +136,6 @@ def _input_note(name: str) -> str:
 
 def _copy_tokenizer(model_dir: str, staging: str) -> None:
     """The transformer's tokenizer and encoder config, as the model folder keeps them."""
-    from delft.sequenceLabelling.models.transformer import RESOURCES_DIR
+    from delft.sequenceLabelling.transformers.preprocess import RESOURCES_DIR
 
     shutil.copytree(os.path.join(model_dir, RESOURCES_DIR), os.path.join(staging, RESOURCES_DIR))

@@ -1,37 +1,8 @@
 """A bidirectional LSTM over right-padded sequences of known lengths, on TF's fused LSTM kernel."""
-import contextlib
-import contextvars
-
 import keras
 import tensorflow as tf
 
-# Set while a model is traced for export: see `fused_inference`.
-_FUSED_INFERENCE = contextvars.ContextVar("delft_fused_inference", default=False)
 
-
-@contextlib.contextmanager
-def fused_inference():
-    """Within this context, every :class:`BiLSTM` infers with the fused ``BlockLSTM`` op.
-
-    Layers built on Keras' LSTM (``recurrent_dropout > 0``) then run their weights through the
-    same op as the others (recurrent dropout only acts in training, so the numbers are the same
-    to float rounding): an exported graph holds one LSTM op, which the ONNX converter maps to
-    ONNX's fused LSTM (``delft.sequenceLabelling.export.onnx_ops``) instead of a Keras while loop.
-    Read when a function is traced: trace the exported function inside the context.
-
-    >>> layer = BiLSTM(units=2, recurrent_dropout=0.25)
-    >>> with fused_inference():
-    ...     tuple(layer(tf.ones([1, 3, 4]), tf.constant([3])).shape)
-    (1, 4)
-    """
-    token = _FUSED_INFERENCE.set(True)
-    try:
-        yield
-    finally:
-        _FUSED_INFERENCE.reset(token)
-
-
-@keras.saving.register_keras_serializable(package="delft")
 class BiLSTM(keras.layers.Layer):
     """Bidirectional LSTM: ``inputs`` [batch, time, features], ``lengths`` [batch] -> outputs.
 
@@ -43,7 +14,8 @@ class BiLSTM(keras.layers.Layer):
     graph is a while loop of small ops whose gradient takes seconds to trace (2.1 s against 0.26 s
     for one BiLSTM here) and that runs no faster. The backward direction reverses each row within
     its own length. Recurrent dropout needs a per-step mask the fused op has no place for: with
-    ``recurrent_dropout > 0`` Keras' LSTM is used instead (except under :func:`fused_inference`).
+    ``recurrent_dropout > 0`` Keras' LSTM trains, and inference (no dropout) runs its weights on the
+    fused op, the same numbers to float rounding (and one LSTM op an exported graph can convert).
 
     >>> layer = BiLSTM(units=3, return_sequences=True)
     >>> tuple(layer(tf.ones([2, 4, 5]), tf.constant([4, 2])).shape)
@@ -76,7 +48,7 @@ class BiLSTM(keras.layers.Layer):
             self.directions.append((kernel, recurrent, bias))
 
     def call(self, inputs, lengths, training=False):
-        if self.keras_lstm is not None and (training or not _FUSED_INFERENCE.get()):
+        if self.keras_lstm is not None and training:
             mask = tf.sequence_mask(lengths, tf.shape(inputs)[1])
             return self.keras_lstm(inputs, mask=mask, training=training)
         directions = self._fused_directions(inputs.shape)
@@ -128,4 +100,3 @@ class BiLSTM(keras.layers.Layer):
         return dict(super().get_config(), units=self.units,
                     return_sequences=self.return_sequences,
                     recurrent_dropout=self.recurrent_dropout)
-

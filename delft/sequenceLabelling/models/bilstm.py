@@ -9,8 +9,12 @@ from delft.sequenceLabelling.models.base import SequenceLabeller
 
 
 class BidLSTM(SequenceLabeller):
-    """Lample et al. 2016: static word embeddings (optional) and characters (and optional
+    """Lample et al. 2016: static word vectors (optional) and characters (and optional
     categorical features) through BiLSTMs; char-only when no embeddings are given.
+
+    Word vectors arrive in the batch (``word_vectors`` [batch, words, word_embedding_size]): the
+    preprocessor looks them up in the whole embedding vocabulary, as GROBID's Java engine does for
+    the exported encoder, so the model holds no embedding matrix.
 
     With ``use_crf=True`` this is DeLFT's BidLSTM_CRF, with features BidLSTM_CRF_FEATURES; with
     ``use_crf=False`` the softmax BidLSTM.
@@ -24,8 +28,8 @@ class BidLSTM(SequenceLabeller):
 
     def __init__(self, num_labels, char_vocab_size, char_emb_size=25, char_lstm_units=25,
                  word_lstm_units=100, dropout=0.5, recurrent_dropout=0.25,
-                 feature_vocab_sizes=(), features_embedding_size=4, word_vocab_size=0,
-                 word_embedding_size=0, word_vectors=None, use_crf=True, **kwargs):
+                 feature_vocab_sizes=(), features_embedding_size=4, word_embedding_size=0,
+                 use_crf=True, **kwargs):
         super().__init__(num_labels, use_crf=use_crf, **kwargs)
         self.char_vocab_size = char_vocab_size
         self.char_emb_size = char_emb_size
@@ -35,14 +39,7 @@ class BidLSTM(SequenceLabeller):
         self.recurrent_dropout = recurrent_dropout
         self.feature_vocab_sizes = list(feature_vocab_sizes)
         self.features_embedding_size = features_embedding_size
-        self.word_vocab_size = word_vocab_size
         self.word_embedding_size = word_embedding_size
-        # static embeddings, frozen as in DeLFT; their matrix is part of the saved weights
-        self.word_embedding = (keras.layers.Embedding(
-            word_vocab_size, word_embedding_size, trainable=False, name="word_embedding",
-            embeddings_initializer=("zeros" if word_vectors is None
-                                    else keras.initializers.Constant(word_vectors)))
-            if word_vocab_size else None)
         self.char_encoder = CharEncoder(char_vocab_size, char_emb_size, char_lstm_units,
                                         name="char_encoder")
         self.feature_encoder = (FeatureEncoder(self.feature_vocab_sizes, features_embedding_size,
@@ -59,10 +56,8 @@ class BidLSTM(SequenceLabeller):
     def word_potentials(self, batch, training=False):
         chars = batch["chars"]
         parts = [self.char_encoder(chars)]
-        if "word_vectors" in batch:  # looked up outside the model (the ONNX bundle: by GROBID)
+        if self.word_embedding_size:
             parts.insert(0, tf.cast(batch["word_vectors"], parts[0].dtype))
-        elif self.word_embedding is not None:
-            parts.insert(0, self.word_embedding(batch["words"]))
         if self.feature_encoder is not None:
             parts.append(self.feature_encoder(batch["features"]))
         x = parts[0] if len(parts) == 1 else tf.concat(parts, axis=-1)
@@ -83,7 +78,5 @@ def build_bilstm(model_config, preprocessor, parts):
                    recurrent_dropout=model_config.recurrent_dropout,
                    feature_vocab_sizes=preprocessor.feature_vocab_sizes if parts.features else (),
                    features_embedding_size=model_config.features_embedding_size,
-                   word_vocab_size=preprocessor.word_vocab_size,
                    word_embedding_size=model_config.word_embedding_size,
-                   word_vectors=preprocessor.word_vectors,
                    use_crf=parts.crf, name=model_config.architecture)
