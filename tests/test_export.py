@@ -252,12 +252,9 @@ def test_longer_sequences_are_labelled_in_independent_chunks(trained_date, date_
     record_property("labels_changed_by_chunking", f"{changed} of {sum(map(len, x))}")
 
 
-def test_word_embeddings_model_reads_word_input(date_sequences, tmp_path):
-    """A model with static embeddings reads GROBID's looked-up vectors from ``word_input``.
-
-    GROBID queries its LMDB with digits turned to 0; our model looked its words up as written:
-    the test's vectors are the same for words that differ by digits only, so both agree.
-    """
+def test_word_embeddings_model_reads_word_input(date_sequences, tmp_path, monkeypatch):
+    """A model with static embeddings reads GROBID's looked-up vectors from ``word_input``: both
+    sides look the words up with their digits turned to 0 (DeLFT's and GROBID's lookup)."""
     x, y, _ = labelled(date_sequences[:80])
     x, y = list(map(list, x)), list(y)
     rng = np.random.default_rng(5)
@@ -265,8 +262,8 @@ def test_word_embeddings_model_reads_word_input(date_sequences, tmp_path):
     for word in sorted({t for seq in x for t in seq}):
         lmdb.setdefault(java_normalize_num(word), " ".join(f"{v:.3f}" for v in rng.normal(size=4)))
     vec = tmp_path / "tiny.vec"
-    vec.write_text("".join(f"{w} {lmdb[java_normalize_num(w)]}\n"
-                           for w in sorted({t for seq in x for t in seq})), encoding="utf-8")
+    vec.write_text("".join(f"{w} {v}\n" for w, v in sorted(lmdb.items())), encoding="utf-8")
+    monkeypatch.setenv("DELFT_EMBEDDING_LMDB_PATH", str(tmp_path / "db"))
     model = Sequence("date-words", embeddings_name=str(vec), max_epoch=1, recurrent_dropout=0.0)
     model.train(x, y)
     model.save(str(tmp_path / "models"))
@@ -283,8 +280,7 @@ def test_word_embeddings_model_reads_word_input(date_sequences, tmp_path):
     vocab = json.loads((export / "vocab.json").read_text())
     signature = tf.saved_model.load(str(export / "1")).signatures["serving_default"]
     batch = model.p.padded_batch(model.p.encode(x[:8]), np.arange(8))
-    batch["words"] = np.array([[vocab["wordIndex"].get(w, 1) for w in seq] + [0] * (
-        batch["chars"].shape[1] - len(seq)) for seq in x[:8]], np.int32)
+    assert "word_vectors" in vocab["inputs"]
     tags = signature(**{k: tf.constant(v) for k, v in batch.items()})["tags"].numpy()
     assert [[vocab["tagIndex"][str(k)] for k in row[:len(s)]] for row, s in zip(tags, x)] == \
         expected[:8]
