@@ -1,76 +1,86 @@
-"""`grobidTagger.py date train_eval` on the real date data, seeds 1-3, as compat.md measures DeLFT.
+"""`grobidTagger.py date train_eval` on the real date data, seeds 1-3, ours and DeLFT 1.2.0's.
 
-    python benchmarks/date_train_eval.py [--seeds 1,2,3] [--multi-gpu] [-- extra grobidTagger options]
+    python benchmarks/date_train_eval.py [--seeds 1,2,3] [--multi-gpu] [--ours-only] [-- options]
+    DELFT12_PYTHON=/path/to/delft12/bin/python python benchmarks/date_train_eval.py
 
-Each run is a fresh process (what a user runs). Prints per seed: eval micro F1, epochs, first-epoch
-and median steady epoch time (validation included), whole-process wall time and peak RSS; then the
-mean and spread of F1. With --multi-gpu the runs use DELFT_CPU_REPLICAS=2 logical CPU replicas
-(unless DELFT_CPU_REPLICAS is already set).
+Each run is a fresh process (what a user runs), ours and DeLFT 1.2.0's alternating in the same
+benchmark run. Prints per seed: eval micro F1, epochs, first-epoch and median steady epoch time
+(validation included), whole-process wall time and peak RSS; then the means, the F1 spread and the
+wall-time ratio. With --multi-gpu our runs use DELFT_CPU_REPLICAS=2 logical CPU replicas.
 """
 import argparse
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from delft.utilities.data_path import shared_data_file  # noqa: E402
+import peers  # noqa: E402
 
 EPOCH = re.compile(r"^epoch\s+\d+/\d+ .* ([\d.]+)s$")
-MICRO = re.compile(r"all \(micro avg\.\)\s+[\d.]+\s+[\d.]+\s+([\d.]+)")
 
 
-def run(seed, multi_gpu, extra):
-    data = shared_data_file("sequenceLabelling", "grobid", "date", "date-220311.train")
+def data_file():
+    sys.path.insert(0, peers.REPO)
+    from delft.utilities.data_path import shared_data_file
+
+    return str(shared_data_file("sequenceLabelling", "grobid", "date", "date-220311.train"))
+
+
+def run_ours(seed, multi_gpu, extra):
     with tempfile.TemporaryDirectory() as output:
-        command = [sys.executable, os.path.join(REPO, "delft", "applications", "grobidTagger.py"),
-                   "date", "train_eval", "--input", str(data), "--output", output,
-                   "--seed", str(seed)] + (["--multi-gpu"] if multi_gpu else []) + extra
-        env = dict(os.environ, PYTHONPATH=REPO)
-        if multi_gpu:
-            env.setdefault("DELFT_CPU_REPLICAS", "2")
-        start = time.perf_counter()
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   text=True, env=env)
-        out, err = process.communicate()
-        wall = time.perf_counter() - start
-    if process.returncode != 0:
-        raise SystemExit(f"seed {seed} failed:\n{err[-2000:]}")
-    epochs = [float(m.group(1)) for m in map(EPOCH.match, out.splitlines()) if m]
-    f1 = float(MICRO.search(out.split("Evaluation:")[-1]).group(1)) * 100
-    return {"f1": f1, "epochs": len(epochs), "first": epochs[0],
-            "steady": statistics.median(epochs[1:]), "wall": wall}
+        args = ["date", "train_eval", "--input", data_file(), "--output", output,
+                "--seed", str(seed)] + (["--multi-gpu"] if multi_gpu else []) + extra
+        result = peers.ours("grobidTagger", args, output, replicas=2 if multi_gpu else None)
+    if result.code != 0:
+        raise SystemExit(f"seed {seed} failed:\n{result.err[-3000:]}")
+    epochs = [float(m.group(1)) for m in map(EPOCH.match, result.err.splitlines()) if m]
+    return {"f1": result.micro_f1(), "epochs": len(epochs), "first": epochs[0],
+            "steady": statistics.median(epochs[1:]), "wall": result.wall,
+            "rss": result.peak_rss_gb}
+
+
+def run_delft12(seed):
+    with tempfile.TemporaryDirectory() as output:
+        result = peers.delft12("grobidTagger", [
+            "date", "train_eval", "--architecture", "BidLSTM_CRF", "--input", data_file(),
+            "--output", output, "--seed", str(seed)], output)
+    if result.code != 0:
+        raise SystemExit(f"DeLFT 1.2.0, seed {seed} failed:\n{result.err[-3000:]}")
+    return {"f1": result.micro_f1(), "wall": result.wall, "rss": result.peak_rss_gb}
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument("--multi-gpu", action="store_true")
+    parser.add_argument("--ours-only", action="store_true")
     args, extra = parser.parse_known_args()
     extra = [e for e in extra if e != "--"]
-    results = []
+    with_peer = peers.delft12_available() and not args.ours_only
+    ours, theirs = [], []
     for seed in map(int, args.seeds.split(",")):
-        result = run(seed, args.multi_gpu, extra)
-        result["rss"] = _children_peak_rss()
-        results.append(result)
-        print(f"seed {seed}: eval micro F1 {result['f1']:.2f}  epochs {result['epochs']}  "
+        result = run_ours(seed, args.multi_gpu, extra)
+        ours.append(result)
+        print(f"seed {seed} ours:  eval micro F1 {result['f1']:.2f}  epochs {result['epochs']}  "
               f"first epoch {result['first']:.2f} s  steady epoch {result['steady']:.3f} s  "
-              f"wall {result['wall']:.1f} s  peak RSS (max so far) {result['rss']:.2f} GB",
-              flush=True)
-    f1s = [r["f1"] for r in results]
-    print(f"mean eval F1 {statistics.mean(f1s):.2f}  spread {max(f1s) - min(f1s):.2f}  "
-          f"({'2 logical CPU replicas' if args.multi_gpu else '1 device'})")
-
-
-def _children_peak_rss():
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 ** 2
+              f"wall {result['wall']:.1f} s  peak RSS {result['rss']:.2f} GB", flush=True)
+        if with_peer:
+            result = run_delft12(seed)
+            theirs.append(result)
+            print(f"seed {seed} DeLFT 1.2.0: eval micro F1 {result['f1']:.2f}  "
+                  f"wall {result['wall']:.1f} s  peak RSS {result['rss']:.2f} GB", flush=True)
+    for name, results in (("ours", ours), ("DeLFT 1.2.0", theirs)):
+        if results:
+            f1s = [r["f1"] for r in results]
+            print(f"{name}: mean eval F1 {statistics.mean(f1s):.2f}  spread "
+                  f"{max(f1s) - min(f1s):.2f}  total wall {sum(r['wall'] for r in results):.1f} s")
+    if theirs:
+        ratio = sum(r["wall"] for r in ours) / sum(r["wall"] for r in theirs)
+        print(f"wall-time ratio ours / DeLFT 1.2.0: {ratio:.2f}x "
+              f"({'2 logical CPU replicas' if args.multi_gpu else '1 device'})")
 
 
 if __name__ == "__main__":
