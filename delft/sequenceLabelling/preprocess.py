@@ -228,7 +228,12 @@ class Preprocessor:
         return signature
 
     # -- what a family provides ---------------------------------------------------------------
-    def encode(self, x, features=None, window_size=None) -> EncodedCorpus:
+    def encode(self, x, features=None, window_size=None, window_stride=None) -> EncodedCorpus:
+        """Encode token sequences (and their feature columns) into rows ready to batch.
+
+        ``window_size``: rows of at most that many words (training); ``window_stride``: the
+        distance between overlapping windows (their default is the family's own).
+        """
         raise NotImplementedError
 
     def padded_batch(self, corpus: EncodedCorpus, rows: np.ndarray, label_ids=None,
@@ -301,11 +306,12 @@ class WordPreprocessor(Preprocessor):
         super().__init__(max_char_length, features_indices)
         self.embeddings = None
 
-    def encode(self, x, features=None, window_size=None):
+    def encode(self, x, features=None, window_size=None, window_stride=None):
         """Encode sequences of tokens (and their feature columns) into an :class:`EncodedCorpus`.
 
-        ``window_size`` cuts longer sequences into consecutive rows (training); by default every
-        sequence is one row, whatever its length (tagging never truncates).
+        ``window_size`` cuts longer sequences into rows (training), overlapping when
+        ``window_stride`` is smaller; by default every sequence is one row, whatever its length
+        (an RNN tags whole sequences, never truncated).
         """
         token_index, token_rows = self.intern_tokens(x)
         lengths = np.fromiter((len(seq) for seq in x), dtype=np.int64, count=len(x))
@@ -316,7 +322,8 @@ class WordPreprocessor(Preprocessor):
                 table[1:] = self.embeddings.get_word_vectors(list(token_index))
             data["word_vector_table"] = table
         data.update(self.features_data(features))
-        return EncodedCorpus(lengths, *rows_from_windows(lengths, window_size), data)
+        return EncodedCorpus(lengths, *rows_from_windows(lengths, window_size, window_stride),
+                             data)
 
     def padded_batch(self, corpus, rows, label_ids=None, width=None):
         tokens = self.token_matrix(corpus, rows, width)
