@@ -15,10 +15,6 @@ from typing import Callable, Optional
 
 from delft.utilities.errors import ConfigurationError, DataFormatError, DelftError, ModelLoadError
 
-# a command's stderr is for its own notices: transformers' advice that PyTorch is absent (torch is
-# never used here) is not one of them
-os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
-
 DEFAULT_OUTPUT = "data/models/sequenceLabelling/"
 TRANSFORMER_MAX_LENGTH = 512
 # options DeLFT scripts pass that have nothing to act on here: refused, never silently ignored
@@ -236,6 +232,9 @@ def user_errors_are_one_line(main):
     @functools.wraps(main)
     def wrapped(argv=None):
         logging.basicConfig(level=logging.INFO, format="%(message)s")
+        # a command's stderr is for its own notices: transformers' advice that PyTorch is absent
+        # (torch is never used here) is not one of them
+        os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
         try:
             return main(argv)
         except (DelftError, FileNotFoundError, IsADirectoryError, PermissionError) as error:
