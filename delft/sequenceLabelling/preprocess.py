@@ -54,13 +54,17 @@ class LabelVocabulary:
 
     def __init__(self, labels=()):
         self.labels = list(labels)
+        self._index_labels()
+
+    def _index_labels(self):
         self.index = {label: i for i, label in enumerate(self.labels)}
+        self._names = np.asarray(self.labels, dtype=object)  # id -> label, one gather per row
 
     def fit(self, label_sequences):
         seen = set(self.labels)
         new = sorted({label for seq in label_sequences for label in seq} - seen)
         self.labels.extend(new)
-        self.index = {label: i for i, label in enumerate(self.labels)}
+        self._index_labels()
         return new
 
     def encode(self, label_sequences):
@@ -69,8 +73,7 @@ class LabelVocabulary:
                             count=len(seq)) for seq in label_sequences]
 
     def decode(self, ids):
-        names = np.asarray(self.labels, dtype=object)
-        return names[np.asarray(ids, dtype=np.int64)].tolist()
+        return self._names[np.asarray(ids, dtype=np.int64)].tolist()
 
     def __len__(self):
         return len(self.labels)

@@ -295,9 +295,9 @@ class Sequence:
             predictor = self._predictors[id(strategy)] = Predictor(self.model, self.p, strategy)
         corpus = self.p.encode(sequences, self._features_for(features),
                                window_stride=window_stride)
-        ids, scores = predictor.predict(corpus, batch_size or self.model_config.batch_size)
-        labels = [self.p.decode_labels(row) for row in ids]
-        return labels, scores
+        predictions = predictor.predict(corpus, batch_size or self.model_config.batch_size)
+        labels = predictions.split(self.p.decode_labels(predictions.ids))
+        return labels, predictions.split(predictions.scores)
 
     def tag(self, texts: Sequence_[Union[str, Sequence_[str]]], output_format: Optional[str] = None,
             features=None, batch_size: Optional[int] = None, multi_gpu: bool = False,
@@ -329,9 +329,11 @@ class Sequence:
             offsets = [o for _, o in tokenised]
         else:
             tokens = [list(seq) for seq in texts]
-            offsets = [output.token_offsets(seq) for seq in tokens]
+            offsets = None  # only the JSON and TEI outputs need them
         labels, scores = self._predict_labels(tokens, features, multi_gpu, batch_size,
                                               window_stride)
+        if offsets is None and output_format is not None:
+            offsets = [output.token_offsets(seq) for seq in tokens]
         originals = list(texts) if raw else [None] * len(tokens)
         if output_format == "json":
             result = output.json_header(self.model_config.model_name)
