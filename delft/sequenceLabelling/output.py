@@ -4,8 +4,6 @@ from xml.sax.saxutils import escape
 
 import numpy as np
 
-from delft.sequenceLabelling.tagger import get_entities_with_offsets
-
 
 def entities_json(text, tokens, offsets, labels, scores):
     """DeLFT's per-text JSON: ``{"text", "entities": [{text, class, score, beginOffset, endOffset}]}``.
@@ -70,3 +68,46 @@ def tei_paragraph(text, tokens, offsets, labels):
 
 TEI_HEADER = '<?xml version="1.0" encoding="UTF-8"?>\n<TEI xmlns="http://www.tei-c.org/ns/1.0">\n<text>\n<body>\n'
 TEI_FOOTER = "</body>\n</text>\n</TEI>\n"
+
+
+def get_entities_with_offsets(seq, offsets):
+    """DeLFT's entities of a tagged sequence, with character offsets (DeLFT's ``tagger.py`` function).
+
+    An entity starts at a ``B-`` label and goes on over the ``I-`` labels of its type; a stray
+    ``I-`` (no ``B-`` before it) starts nothing, as in DeLFT. Labels past the offsets are not read.
+
+    Args:
+        seq: IOB2 labels of the tokens.
+        offsets: ``(start, end)`` character offsets of the tokens (end exclusive).
+
+    Returns:
+        ``(type, first token, last token + 1, first character, last character)`` per entity: the
+        character span is ``[first character, last character]``, both included, as DeLFT's.
+
+    >>> get_entities_with_offsets(["B-PER", "I-PER", "O", "B-LOC"],
+    ...                           [(0, 10), (11, 15), (16, 29), (30, 41)])
+    [('PER', 0, 2, 0, 14), ('LOC', 3, 4, 30, 40)]
+    >>> get_entities_with_offsets(["I-PER", "B-<ref-marker>", "I-<ref-marker>"],
+    ...                           [(0, 1), (2, 3), (4, 5)])
+    [('<ref-marker>', 1, 3, 2, 4)]
+    """
+    count = min(len(seq), len(offsets))
+    chunks = []
+    i = 0
+    while i < count:
+        if not seq[i].startswith("B"):
+            i += 1
+            continue
+        kind = _label_type(seq[i])
+        j = i + 1
+        while j < count and seq[j].startswith("I") and _label_type(seq[j]) == kind:
+            j += 1
+        chunks.append((kind, i, j, offsets[i][0], offsets[j - 1][1] - 1))
+        i = j
+    return chunks
+
+
+def _label_type(label):
+    """``<date>`` of ``B-<date>``; what follows the prefix, so ``B-<ref-marker>`` keeps its
+    hyphen (DeLFT's ``split("-")[-1]`` would make it ``marker>``)."""
+    return label[2:] if label[1:2] == "-" else label

@@ -13,6 +13,10 @@ import tensorflow as tf
 from delft.sequenceLabelling.batching import (ReplicaFeeder, global_batch_size,
                                               length_bucketed_batches, prefetched)
 from delft.sequenceLabelling.windows import Stitcher
+# DeLFT's import path of the entity chunker (GROBID-side code reads it from here)
+from delft.sequenceLabelling.output import get_entities_with_offsets
+
+__all__ = ["Predictions", "Predictor", "get_entities_with_offsets"]
 
 
 @dataclass
@@ -75,45 +79,3 @@ class Predictor:
                     stitcher.put(scores, row, confidences[i])
         return Predictions(ids, scores, stitcher.starts)
 
-
-def get_entities_with_offsets(seq, offsets):
-    """DeLFT's entities of a tagged sequence, with character offsets (``tagger.py``'s function).
-
-    An entity starts at a ``B-`` label and goes on over the ``I-`` labels of its type; a stray
-    ``I-`` (no ``B-`` before it) starts nothing, as in DeLFT. Labels past the offsets are not read.
-
-    Args:
-        seq: IOB2 labels of the tokens.
-        offsets: ``(start, end)`` character offsets of the tokens (end exclusive).
-
-    Returns:
-        ``(type, first token, last token + 1, first character, last character)`` per entity: the
-        character span is ``[first character, last character]``, both included, as DeLFT's.
-
-    >>> get_entities_with_offsets(["B-PER", "I-PER", "O", "B-LOC"],
-    ...                           [(0, 10), (11, 15), (16, 29), (30, 41)])
-    [('PER', 0, 2, 0, 14), ('LOC', 3, 4, 30, 40)]
-    >>> get_entities_with_offsets(["I-PER", "B-<ref-marker>", "I-<ref-marker>"],
-    ...                           [(0, 1), (2, 3), (4, 5)])
-    [('<ref-marker>', 1, 3, 2, 4)]
-    """
-    count = min(len(seq), len(offsets))
-    chunks = []
-    i = 0
-    while i < count:
-        if not seq[i].startswith("B"):
-            i += 1
-            continue
-        kind = _label_type(seq[i])
-        j = i + 1
-        while j < count and seq[j].startswith("I") and _label_type(seq[j]) == kind:
-            j += 1
-        chunks.append((kind, i, j, offsets[i][0], offsets[j - 1][1] - 1))
-        i = j
-    return chunks
-
-
-def _label_type(label):
-    """``<date>`` of ``B-<date>``; what follows the prefix, so ``B-<ref-marker>`` keeps its
-    hyphen (DeLFT's ``split("-")[-1]`` would make it ``marker>``)."""
-    return label[2:] if label[1:2] == "-" else label
