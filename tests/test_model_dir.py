@@ -14,6 +14,7 @@ from delft.sequenceLabelling.wrapper import (CONFIG_FILE, CURVE_FILE, HISTORY_FI
 from delft.utilities.errors import ModelLoadError
 
 REQUIRED = [CONFIG_FILE, PREPROCESSOR_FILE, WEIGHTS_FILE]
+LOCK = f".{MODEL_NAME}.lock"  # the file saves of the model lock (empty, kept)
 
 
 def snapshot(directory):
@@ -60,8 +61,8 @@ def test_save_writes_the_model_files(trained_date):
     assert len(history) == len(trained_date.model.history) > 0
     assert (directory / CURVE_FILE).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (directory / WEIGHTS_FILE).read_bytes()[:8] == b"\x89HDF\r\n\x1a\n"
-    # nothing but the model in the models dir (no staging folder left behind)
-    assert os.listdir(trained_date.models_dir) == [MODEL_NAME]
+    # nothing but the model (and its lock) in the models dir: no staging folder left behind
+    assert sorted(os.listdir(trained_date.models_dir)) == [LOCK, MODEL_NAME]
 
 
 def test_saved_dir_is_readable_like_any_new_directory(trained_date):
@@ -86,7 +87,7 @@ def test_save_over_an_older_model_replaces_it(trained_date, tmp_path):
     (tmp_path / MODEL_NAME / "stale.txt").write_text("old")
     target = model.save(str(tmp_path))
     assert os.path.samefile(target, tmp_path / MODEL_NAME)
-    assert sorted(os.listdir(tmp_path)) == [MODEL_NAME]
+    assert sorted(os.listdir(tmp_path)) == [LOCK, MODEL_NAME]
     assert "stale.txt" not in os.listdir(target)
     assert set(REQUIRED) <= set(os.listdir(target))
 
@@ -122,10 +123,10 @@ def test_crashed_save_leaves_no_model_and_keeps_the_older_one(trained_date, tmp_
             model.save(str(directory))
     monkeypatch.undo()
     # the older model is intact, byte for byte, and nothing else is there
-    assert os.listdir(older) == [MODEL_NAME]
+    assert sorted(os.listdir(older)) == [LOCK, MODEL_NAME]
     assert snapshot(older) == before
     # no model (and no temp folder) where there was none
-    assert not fresh.exists() or os.listdir(fresh) == []
+    assert not fresh.exists() or os.listdir(fresh) == [LOCK]
     loaded_sequence(MODEL_NAME, str(older))
     with pytest.raises(ModelLoadError):
         loaded_sequence(MODEL_NAME, str(fresh))
