@@ -20,6 +20,14 @@ def _kind(value):
     return type(value).__name__
 
 
+def _described(value):
+    """``None``, ``a str``, ``an int``..."""
+    if value is None:
+        return "None"
+    name = _kind(value)
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
 def _is_sequence(value):
     return isinstance(value, (SequenceABC, np.ndarray)) and not isinstance(value, (str, bytes))
 
@@ -43,7 +51,7 @@ def check_texts(texts, argument="texts"):
                         f"to tag one text, pass [text]")
     if not _is_sequence(texts):
         raise TypeError(f"{argument} must be a list of texts or of token lists, not "
-                        f"{'None' if texts is None else 'a ' + _kind(texts)}")
+                        f"{_described(texts)}")
     if len(texts) == 0:
         return False
     raw = isinstance(texts[0], str)
@@ -51,10 +59,10 @@ def check_texts(texts, argument="texts"):
         if isinstance(item, str) != raw or not (raw or _is_sequence(item)):
             if raw or isinstance(item, str):
                 raise TypeError(f"{argument} must be all raw strings or all token lists: "
-                                f"{argument}[0] is a {_kind(texts[0])}, {argument}[{index}] a "
-                                f"{_kind(item)}")
+                                f"{argument}[0] is {_described(texts[0])}, {argument}[{index}] "
+                                f"{_described(item)}")
             raise TypeError(f"{argument}[{index}] must be a token list (or a raw string), not "
-                            f"{'None' if item is None else 'a ' + _kind(item)}")
+                            f"{_described(item)}")
         if not raw:
             _check_tokens(item, f"{argument}[{index}]")
     return raw
@@ -63,7 +71,7 @@ def check_texts(texts, argument="texts"):
 def _check_tokens(tokens, where):
     for position, token in enumerate(tokens):
         if not isinstance(token, str):
-            raise TypeError(f"{where}[{position}] must be a token (a str), not a {_kind(token)}")
+            raise TypeError(f"{where}[{position}] must be a token (a str), not {_described(token)}")
 
 
 def check_features(features, token_sequences, argument="features"):
@@ -71,7 +79,7 @@ def check_features(features, token_sequences, argument="features"):
     if features is None:
         return
     if not _is_sequence(features):
-        raise TypeError(f"{argument} must be a list (one per sequence), not a {_kind(features)}")
+        raise TypeError(f"{argument} must be a list (one per sequence), not {_described(features)}")
     if len(features) != len(token_sequences):
         raise ValueError(f"{argument} has {len(features)} sequences for {len(token_sequences)} "
                          "token sequences")
@@ -93,13 +101,13 @@ def check_labelled(x, y, features=None, what="training"):
     for argument, value in (("tokens", x), ("labels", y)):
         if not _is_sequence(value):
             raise TypeError(f"{what} {argument} must be a list of sequences, not "
-                            f"{'None' if value is None else 'a ' + _kind(value)}")
+                            f"{_described(value)}")
     if len(x) != len(y):
         raise ValueError(f"{what} data has {len(x)} token sequences but {len(y)} label sequences")
     for index, (tokens, labels) in enumerate(zip(x, y)):
         if not _is_sequence(tokens) or not _is_sequence(labels):
-            raise TypeError(f"{what} sequence {index} must be token and label lists, not a "
-                            f"{_kind(tokens)} and a {_kind(labels)}")
+            raise TypeError(f"{what} sequence {index} must be token and label lists, not "
+                            f"{_described(tokens)} and {_described(labels)}")
         if len(tokens) != len(labels):
             raise ValueError(f"{what} sequence {index} has {len(tokens)} tokens but "
                              f"{len(labels)} labels")
