@@ -118,7 +118,7 @@ def check_enough_sequences(action, sets, folds, train_with_validation_set):
         return
     needed = next(n for n in range(given + 1, given + folds + 4) if trainable(n))
     parts = ["10% held out to evaluate" if action == "train_eval" and sets.test is None else None,
-             f"one per fold ({folds} folds)" if folds > 1 else
+             "one per fold" if folds > 1 else
              "10% of the rest to validate" if sets.valid is None and not train_with_validation_set
              else None,
              None if folds > 1 else "one to train on"]
