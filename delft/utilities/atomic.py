@@ -38,12 +38,13 @@ STAGING_SUFFIX = r"\.[a-z0-9_]{8}"  # tempfile.mkdtemp's random part: 8 of [a-z0
 _exchange_unsupported_warned = set()
 
 
-def _file_mode(umask_mask=0o666):
-    """The mode ``open`` gives a new file (``0o777`` mask: ``os.mkdir`` a new folder) under the
-    current umask; ``mkstemp``/``mkdtemp`` would give 0600/0700, hiding the output from others."""
+def _file_mode(requested=0o666):
+    """The mode ``open`` gives a new file (``requested=0o777``: ``os.mkdir`` a new folder) under
+    the current umask; ``mkstemp``/``mkdtemp`` would give 0600/0700, hiding the output from
+    others (GROBID may run as another user)."""
     umask = os.umask(0o022)
     os.umask(umask)
-    return umask_mask & ~umask
+    return requested & ~umask
 
 
 def staging_pattern(name):
