@@ -200,6 +200,30 @@ def test_concurrent_saves_into_one_folder_are_serialised(trained_date, tmp_path)
     loaded_sequence(MODEL_NAME, str(tmp_path))
 
 
+def test_a_load_during_a_save_reads_one_model_whole(trained_date, tmp_path, monkeypatch):
+    """A save replacing the folder while it is being loaded: the load reads it again, whole (not
+    the old config and preprocessor with the new weights)."""
+    from delft.sequenceLabelling import wrapper
+
+    trained_date.load().save(str(tmp_path))
+    newer = trained_date.load()
+    newer.model.set_weights([w * 2 for w in newer.model.get_weights()])
+    read_config, reads = wrapper.read_model_config, []
+
+    def read_config_then_save(path):
+        config = read_config(path)
+        reads.append(path)
+        if len(reads) == 1:
+            newer.save(str(tmp_path))  # swapped in after the config was read
+        return config
+
+    monkeypatch.setattr(wrapper, "read_model_config", read_config_then_save)
+    loaded = loaded_sequence(MODEL_NAME, str(tmp_path))
+    assert len(reads) == 2
+    for a, b in zip(loaded.model.get_weights(), newer.model.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+
 @pytest.mark.slow
 def test_fifty_kills_during_saves_leave_a_loadable_model(trained_date, tmp_path):
     """benchmarks/save_safety.py: 50 SIGKILLs at random moments of saves (a fork of a process
