@@ -7,6 +7,7 @@ layout GROBID loads. Tests that change a model load their own copy from that dir
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -63,6 +64,29 @@ def run_python(args, cwd=REPO_ROOT, timeout=300, **env):
     """Run ``sys.executable args...``; returns the CompletedProcess (text mode)."""
     return subprocess.run([sys.executable, *map(str, args)], cwd=str(cwd), env=subprocess_env(**env),
                           capture_output=True, text=True, timeout=timeout)
+
+
+def unprivileged_command(command):
+    """``command`` run so that file permissions apply to it: as root, without the capabilities that
+    bypass them (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH), through util-linux's setpriv."""
+    if os.geteuid() != 0:
+        return list(command)
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: file permissions cannot be enforced")
+    return [setpriv, "--bounding-set=-dac_override,-dac_read_search", *command]
+
+
+@pytest.fixture
+def unprivileged(tmp_path):
+    """Run Python code in a process that file permissions apply to; returns the CompletedProcess."""
+    def run(code, timeout=120):
+        script = tmp_path / "unprivileged.py"
+        script.write_text(code)
+        return subprocess.run(unprivileged_command([sys.executable, str(script)]),
+                              cwd=str(tmp_path), env=subprocess_env(), capture_output=True,
+                              text=True, timeout=timeout)
+    return run
 
 
 def crf_sequences(path, limit=None):

@@ -8,12 +8,14 @@ stderr; results (evaluation reports, tagged output) go to stdout, logs to stderr
 import argparse
 import functools
 import logging
+import math
 import os
 import sys
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from delft.utilities.errors import ConfigurationError, DataFormatError, DelftError, ModelLoadError
+from delft.utilities import atomic
+from delft.utilities.errors import ConfigurationError, DataFormatError, DelftError
 
 DEFAULT_OUTPUT = "data/models/sequenceLabelling/"
 TRANSFORMER_MAX_LENGTH = 512
@@ -98,6 +100,41 @@ class DataSets:
     test: Optional[tuple] = None
 
 
+def held_out_size(num_sequences, share=0.1):
+    """How many of ``num_sequences`` a 10% split holds out (scikit-learn rounds up).
+
+    >>> held_out_size(573), held_out_size(3)
+    (58, 1)
+    """
+    return math.ceil(num_sequences * share)
+
+
+def check_enough_sequences(action, sets, folds, train_with_validation_set):
+    """A one-line error, before TensorFlow starts, when the training data cannot be split as
+    ``action`` needs: a test part (train_eval without a test set), a validation part (no
+    validation set given), and at least one sequence to train on (or one per fold)."""
+    def trainable(n):
+        if action == "train_eval" and sets.test is None:
+            n -= held_out_size(n)
+        if folds > 1:
+            return n >= folds
+        if sets.valid is None and not train_with_validation_set:
+            n -= held_out_size(n)
+        return n >= 1
+
+    given = len(sets.train[0])
+    if trainable(given):
+        return
+    needed = next(n for n in range(given + 1, given + folds + 4) if trainable(n))
+    parts = ["10% held out to evaluate" if action == "train_eval" and sets.test is None else None,
+             "one per fold" if folds > 1 else
+             "10% of the rest to validate" if sets.valid is None and not train_with_validation_set
+             else None,
+             None if folds > 1 else "one to train on"]
+    raise ConfigurationError(f"{given} training sequence{'s' if given != 1 else ''}: {action} "
+                             f"needs at least {needed} ({', '.join(p for p in parts if p)})")
+
+
 def split(x, y, f, test_size, seed):
     """A seeded split that keeps tokens, labels and features aligned (f may be None)."""
     from sklearn.model_selection import train_test_split
@@ -130,16 +167,22 @@ def run_action(args, model_name, read_sets: Callable[[], DataSets], sequence_kwa
     sequence given. ``tag(model)`` tags with the loaded model.
     """
     from delft.sequenceLabelling import Sequence
+    from delft.sequenceLabelling.model_dir import read_model_config
     from delft.utilities import devices
 
+    # every check that can fail runs before the data is read and TensorFlow starts: the model
+    # to load (its folder, files and config.json), the folder to save into
     model_path = os.path.join(args.input_model or args.models_dir, model_name)
     if args.action in ("eval", "tag") or args.incremental:
-        if not os.path.isdir(model_path):  # said now, not after TensorFlow's start-up
-            raise ModelLoadError(f"{model_path}: no such model directory")
-    # every check that can fail runs before the data is read and TensorFlow starts
-    model = Sequence(model_name, **sequence_kwargs) if args.action in ("train", "train_eval") \
-        else None
+        read_model_config(model_path)
+    folds = sequence_kwargs.get("fold_number", 1)
+    model = None
+    if args.action in ("train", "train_eval"):
+        atomic.check_folder_destination(os.path.join(args.models_dir, model_name))
+        model = Sequence(model_name, **sequence_kwargs)
     sets = read_sets()
+    if sets.train is not None:
+        check_enough_sequences(args.action, sets, folds, train_with_validation_set)
     devices.get_strategy(args.multi_gpu)
     if args.action in ("eval", "tag"):
         model = Sequence(model_name)
@@ -150,7 +193,6 @@ def run_action(args, model_name, read_sets: Callable[[], DataSets], sequence_kwa
             print_scores(model.eval(*sets.test, multi_gpu=args.multi_gpu))
         return
     train, valid, test = sets.train, sets.valid, sets.test
-    folds = sequence_kwargs.get("fold_number", 1)
     if args.action == "train_eval" and test is None:
         train, test = split(*train, 0.1, args.seed)
     if train_with_validation_set or folds > 1:
@@ -200,15 +242,53 @@ def existing_path(path, option, folder_allowed=False):
     return path
 
 
-def check_text_file(path, option):
-    """``path`` if it is a readable UTF-8 text file, else a one-line error (before any model loads)."""
+def readable_file(path, option):
+    """``path`` if it is a file this process can open, else a one-line error naming ``option``."""
     existing_path(path, option)
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as error:
+        raise ConfigurationError(f"{option} {path}: cannot read it ({error.strerror})") from None
+    return path
+
+
+def check_text_file(path, option):
+    """``path`` if it is a readable UTF-8 text file with a text in it, else a one-line error
+    (before any model loads)."""
+    readable_file(path, option)
+    found = False
     with open(path, "rb") as stream:
         for line_number, line in enumerate(stream, start=1):
             try:
-                line.decode("utf-8")
+                found = line.decode("utf-8").strip() != "" or found
             except UnicodeDecodeError as error:
                 raise DataFormatError(path, line_number, f"not valid UTF-8 ({error.reason})") from None
+    if not found:
+        raise DataFormatError(path, None, "empty: no text to tag")
+    return path
+
+
+def check_matrix_file(path, option):
+    """``path`` if it is a readable GROBID feature matrix whose first sequence parses, else a
+    one-line error, before any model loads. The rest is read as it is tagged: a malformed line
+    further on ends the run, and the output, written to a temporary file, is not left partial
+    (a whole pass first would add about a seventh to the tagging time of a large file)."""
+    from delft.sequenceLabelling.reader import iter_data_crf_file
+
+    readable_file(path, option)
+    chunks = iter_data_crf_file(path, chunk_size=1)
+    next(chunks)  # an empty file is a DataFormatError here
+    chunks.close()
+    return path
+
+
+def check_output_file(path, option):
+    """A one-line error, before any work, when the output file ``path`` cannot be written."""
+    try:
+        atomic.check_file_destination(path)
+    except ConfigurationError as error:
+        raise ConfigurationError(f"{option}: {error}") from None
     return path
 
 
@@ -235,6 +315,8 @@ def user_errors_are_one_line(main):
         # a command's stderr is for its own notices: transformers' advice that PyTorch is absent
         # (torch is never used here) is not one of them
         os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+        # TensorFlow's own INFO lines (one per collective op under several replicas) are not ours
+        logging.getLogger("tensorflow").setLevel(logging.WARNING)
         try:
             return main(argv)
         except (DelftError, FileNotFoundError, IsADirectoryError, PermissionError) as error:

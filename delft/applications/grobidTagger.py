@@ -114,8 +114,10 @@ def main(argv=None):
         names = [model_name(args.model, args.architecture, args.suffix, prefixed=p)
                  for p in (True, False)]
         name = next((n for n in names if os.path.isdir(os.path.join(folder, n))), name)
-    if args.action == "tag" and not args.input:
-        raise ConfigurationError("tag needs --input (a GROBID feature matrix file)")
+    if args.action == "tag":
+        if not args.input:
+            raise ConfigurationError("tag needs --input (a GROBID feature matrix file)")
+        common.check_matrix_file(args.input, "--input")
 
     def read_sets():
         if args.action == "tag":

@@ -41,12 +41,14 @@ def read_tei(path, option):
     return (*load_data_and_labels_xml_file(path), None)
 
 
-def write_tagged(model, texts, output_format, file_out, multi_gpu):
-    """Tag ``texts`` (a list of strings) and write them in ``output_format`` to ``file_out`` or stdout."""
+def write_tagged(model, texts, output_format, file_out, multi_gpu, batch_size=None):
+    """Tag ``texts`` (a list of strings) and write them in ``output_format`` to ``file_out`` or
+    stdout, once complete (a failure leaves an existing ``file_out`` as it was)."""
     from delft.sequenceLabelling.output import iob_lines
+    from delft.utilities.atomic import replaced_file
 
     result = model.tag(texts, output_format if output_format != "iob" else None,
-                       multi_gpu=multi_gpu)
+                       batch_size=batch_size, multi_gpu=multi_gpu)
     if output_format == "json":
         text = json.dumps(result, indent=4, ensure_ascii=False) + "\n"
     elif output_format == "iob":
@@ -54,12 +56,8 @@ def write_tagged(model, texts, output_format, file_out, multi_gpu):
                        for pairs in result)
     else:
         text = result
-    if file_out:
-        with open(file_out, "w", encoding="utf-8") as out:
-            out.write(text)
-    else:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+    with replaced_file(file_out) as out:
+        out.write(text)
 
 
 def parser():
@@ -98,13 +96,16 @@ def main(argv=None):
             raise ConfigurationError("eval needs --test FILE (TEI with <rs type=...> annotations)")
     elif args.action == "tag" and args.file_in:
         common.check_text_file(args.file_in, "--file-in")
+    if args.action == "tag" and args.file_out:
+        common.check_output_file(args.file_out, "--file-out")
 
     def tag(model):
         if args.file_in:
             common.tag_text_file(model, args.file_in, args.output_format, args.file_out,
                                  args.multi_gpu, args.batch_size)
         else:
-            write_tagged(model, EXAMPLES, args.output_format, args.file_out, args.multi_gpu)
+            write_tagged(model, EXAMPLES, args.output_format, args.file_out, args.multi_gpu,
+                         args.batch_size)
 
     common.run_action(args, model_name, read_sets, kwargs, tag)
     return 0

@@ -100,6 +100,8 @@ def main(argv=None):
         if not file_in:
             raise ConfigurationError("tag needs --file-in FILE (text, one text per line)")
         common.check_text_file(file_in, option)
+        if args.file_out:
+            common.check_output_file(args.file_out, "--file-out")
 
     def tag(model):
         common.tag_text_file(model, file_in, args.output_format, args.file_out, args.multi_gpu,

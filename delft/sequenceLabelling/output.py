@@ -1,5 +1,6 @@
 """Writing tagged sequences: (token, label) pairs, DeLFT's JSON with character offsets, IOB, TEI."""
 import datetime
+import json
 from xml.sax.saxutils import escape
 
 import numpy as np
@@ -68,6 +69,47 @@ def tei_paragraph(text, tokens, offsets, labels):
 
 TEI_HEADER = '<?xml version="1.0" encoding="UTF-8"?>\n<TEI xmlns="http://www.tei-c.org/ns/1.0">\n<text>\n<body>\n'
 TEI_FOOTER = "</body>\n</text>\n</TEI>\n"
+
+
+class StreamedDocument:
+    """One output document of ``Sequence.tag_file`` written chunk by chunk to ``stream``.
+
+    ``output_format``: ``"json"`` (DeLFT's document, its ``texts`` list streamed), ``"TEI"`` or
+    ``"iob"`` (also None). Each chunk is what ``Sequence.tag`` returns for :attr:`tag_format`.
+    """
+
+    FORMATS = {"json": "json", "TEI": "TEI", "tei": "TEI", "iob": None, None: None}
+
+    def __init__(self, stream, output_format, model_name):
+        if output_format not in self.FORMATS:
+            raise ValueError(f"output_format must be json, TEI or iob, not {output_format!r}")
+        self.stream = stream
+        self.tag_format = self.FORMATS[output_format]
+        self.first = True
+        if self.tag_format == "json":
+            stream.write(json.dumps(json_header(model_name))[:-1] + ', "texts": [\n')
+        elif self.tag_format == "TEI":
+            stream.write(TEI_HEADER)
+
+    def add(self, tagged):
+        """Write one chunk of tagged texts."""
+        if self.tag_format == "json":
+            for item in tagged["texts"]:
+                self.stream.write(("" if self.first else ",\n") +
+                                  json.dumps(item, ensure_ascii=False))
+                self.first = False
+        elif self.tag_format == "TEI":
+            self.stream.write(tagged[len(TEI_HEADER):-len(TEI_FOOTER)])
+        else:
+            for pairs in tagged:
+                self.stream.write(iob_lines([t for t, _ in pairs], [label for _, label in pairs]))
+
+    def end(self, runtime):
+        """Close the document (``runtime``: seconds, in the JSON document)."""
+        if self.tag_format == "json":
+            self.stream.write(f'\n], "runtime": {runtime}}}\n')
+        elif self.tag_format == "TEI":
+            self.stream.write(TEI_FOOTER)
 
 
 def get_entities_with_offsets(seq, offsets):

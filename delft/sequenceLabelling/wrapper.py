@@ -5,33 +5,31 @@ Every model-building step runs inside the scope of the process-wide strategy fro
 read (caller) -> vectorise (preprocess) -> batch (batching) -> model -> decode (tagger) ->
 evaluate (evaluation) / write (output).
 """
+import itertools
 import json
 import logging
 import os
-import shutil
-import sys
-import tempfile
 import time
 from typing import Optional, Sequence as Sequence_, Union
 
 import numpy as np
 
-from delft.sequenceLabelling import evaluation, output
+from delft.sequenceLabelling import evaluation, inputs, output
 from delft.sequenceLabelling.config import ModelConfig, TrainingConfig
+from delft.sequenceLabelling.model_dir import (CONFIG_FILE, CURVE_FILE, HISTORY_FILE,  # noqa: F401
+                                               PREPROCESSOR_FILE, WEIGHTS_FILE, folder_identity,
+                                               read_model_config)
 from delft.sequenceLabelling import models
-from delft.utilities import devices
-from delft.utilities.errors import ConfigurationError, DelftError, ModelLoadError
+from delft.sequenceLabelling.weights_layout import check_weights_match
+from delft.utilities import atomic, devices
+from delft.utilities.errors import ConfigurationError, DataFormatError, DelftError, ModelLoadError
 from delft.utilities.Tokenizer import tokenize_with_offsets
 
 logger = logging.getLogger(__name__)
 
-CONFIG_FILE = "config.json"
-PREPROCESSOR_FILE = "preprocessor.json"
-WEIGHTS_FILE = "model.weights.h5"
-CURVE_FILE = "training_curve.png"
-HISTORY_FILE = "history.json"
 DEFAULT_MODELS_DIR = "data/models/sequenceLabelling/"
 TAG_FILE_CHUNK = 5000
+LOAD_ATTEMPTS = 3  # a folder replaced by a concurrent save while it is read is read again
 
 
 class Sequence:
@@ -139,6 +137,10 @@ class Sequence:
                                      "and keeps the best weights itself")
         if _looks_like_tokens(f_train):
             f_train, x_valid, y_valid = None, f_train, x_valid
+        inputs.check_labelled(x_train, y_train, f_train, "training")
+        if x_valid is not None and len(x_valid):
+            inputs.check_labelled(x_valid, y_valid, f_valid, "validation")
+        inputs.warn_if_one_label(y_train)
         from delft.sequenceLabelling.trainer import Trainer
 
         strategy = self._use_strategy(multi_gpu)
@@ -254,6 +256,7 @@ class Sequence:
         """
         if self.model is None:
             raise ModelLoadError("no model: train or load one before eval")
+        inputs.check_labelled(x_test, y_test, features, "evaluation")
         if len(self.models) > 1:
             return self._eval_folds(x_test, y_test, features, multi_gpu)
         return self._score_one(x_test, y_test, features, multi_gpu)
@@ -293,7 +296,9 @@ class Sequence:
         predictor = self._predictors.get(id(strategy))
         if predictor is None:
             predictor = self._predictors[id(strategy)] = Predictor(self.model, self.p, strategy)
-        corpus = self.p.encode(sequences, self._features_for(features),
+        features = self._features_for(features)
+        inputs.check_features(features, sequences)
+        corpus = self.p.encode(sequences, features,
                                window_stride=window_stride)
         predictions = predictor.predict(corpus, batch_size or self.model_config.batch_size)
         labels = predictions.split(self.p.decode_labels(predictions.ids))
@@ -320,9 +325,11 @@ class Sequence:
             Per text, ``[token, label]`` pairs of ``str``, one per input token, in input order
             (what GROBID's Java casts to ``List<List<List<String>>>``); or the JSON dict; or the
             TEI string.
+            Anything but a list of texts or a list of token lists (a bare string, None, a mix)
+            is a ``TypeError`` saying so.
         """
         start = time.perf_counter()
-        raw = len(texts) > 0 and isinstance(texts[0], str)
+        raw = inputs.check_texts(texts)
         if raw:
             tokenised = [tokenize_with_offsets(text) for text in texts]
             tokens = [t for t, _ in tokenised]
@@ -353,123 +360,101 @@ class Sequence:
         """Tag a large file chunk by chunk, writing as it goes (nothing held whole in memory).
 
         ``input_format="text"``: one text per line; ``"crf"``: a GROBID feature matrix.
+        ``output_format``: json, TEI or iob. The output goes to a temporary file beside
+        ``file_out``, renamed over it once complete: a failure (a malformed line, a kill) leaves
+        an existing ``file_out`` untouched and nothing partial. With ``file_out=None`` it is
+        written to stdout once complete, as DeLFT's does.
         """
         from delft.sequenceLabelling import reader
 
-        out = open(file_out, "w", encoding="utf-8") if file_out else sys.stdout
+        chunks = _chunks(file_in, input_format, reader)
+        first = next(chunks, None)  # opened and its first chunk read before any output
+        if first is None:
+            raise DataFormatError(file_in, None, "empty: no text to tag")
         start = time.perf_counter()
-        try:
-            if output_format == "json":
-                header = output.json_header(self.model_config.model_name)
-                out.write(json.dumps(header)[:-1] + ', "texts": [\n')
-            elif output_format in ("TEI", "tei"):
-                out.write(output.TEI_HEADER)
-            first = True
-            for texts, features in _chunks(file_in, input_format, reader):
-                if output_format == "json":
-                    result = self.tag(texts, "json", features, batch_size, multi_gpu)
-                    for item in result["texts"]:
-                        out.write(("" if first else ",\n") + json.dumps(item, ensure_ascii=False))
-                        first = False
-                elif output_format in ("TEI", "tei"):
-                    document = self.tag(texts, "TEI", features, batch_size, multi_gpu)
-                    out.write(document[len(output.TEI_HEADER):-len(output.TEI_FOOTER)])
-                else:
-                    for pairs in self.tag(texts, None, features, batch_size, multi_gpu):
-                        out.write(output.iob_lines([t for t, _ in pairs], [l for _, l in pairs]))
-            if output_format == "json":
-                out.write(f'\n], "runtime": {round(time.perf_counter() - start, 3)}}}\n')
-            elif output_format in ("TEI", "tei"):
-                out.write(output.TEI_FOOTER)
-        finally:
-            if file_out:
-                out.close()
+        with atomic.replaced_file(file_out) as stream:
+            document = output.StreamedDocument(stream, output_format,
+                                               self.model_config.model_name)
+            for texts, features in itertools.chain([first], chunks):
+                document.add(self.tag(texts, document.tag_format, features, batch_size,
+                                      multi_gpu))
+            document.end(round(time.perf_counter() - start, 3))
 
     # -- persistence --------------------------------------------------------------------------
     def save(self, dir_path=DEFAULT_MODELS_DIR):
-        """Write ``dir_path/<model_name>/`` atomically: a crash never leaves a half-written model."""
+        """Write ``dir_path/<model_name>/``, replacing an older model in one step.
+
+        At every instant the folder holds a complete model, old or new, whatever kills the
+        process; concurrent saves of one model are serialised; a symbolic link at the target is
+        followed (see :mod:`delft.utilities.atomic`). Returns the folder's path.
+        """
         if self.model is None:
             raise ModelLoadError("no model to save: train or load one first")
-        from delft import __version__
-
         target = os.path.join(dir_path, self.model_config.model_name)
-        os.makedirs(dir_path, exist_ok=True)
-        staging = tempfile.mkdtemp(prefix=f".{self.model_config.model_name}.", dir=dir_path)
-        try:
-            os.chmod(staging, _directory_mode())  # mkdtemp's 0700 would hide the model from others
-            self.model_config.delft_version = __version__
-            self.model_config.save(os.path.join(staging, CONFIG_FILE))
-            self.p.save(os.path.join(staging, PREPROCESSOR_FILE))
-            self.p.save_resources(staging)
-            self.model.save_weights(os.path.join(staging, WEIGHTS_FILE))
-            if self.history:
-                with open(os.path.join(staging, HISTORY_FILE), "w") as out:
-                    json.dump(self.history, out, indent=1)
-                from delft.sequenceLabelling.trainer import plot_history
-
-                plot_history(self.history, os.path.join(staging, CURVE_FILE))
-            _replace_directory(staging, target)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
+        with atomic.replaced_directory(target) as staging:
+            self._write_model_files(staging)
         logger.info("model saved in %s", target)
         return target
 
+    def _write_model_files(self, folder):
+        from delft import __version__
+
+        self.model_config.delft_version = __version__
+        self.model_config.save(os.path.join(folder, CONFIG_FILE))
+        self.p.save(os.path.join(folder, PREPROCESSOR_FILE))
+        self.p.save_resources(folder)
+        self.model.save_weights(os.path.join(folder, WEIGHTS_FILE))
+        if self.history:
+            with open(os.path.join(folder, HISTORY_FILE), "w") as out:
+                json.dump(self.history, out, indent=1)
+            from delft.sequenceLabelling.trainer import plot_history
+
+            plot_history(self.history, os.path.join(folder, CURVE_FILE))
+
     def load(self, dir_path=DEFAULT_MODELS_DIR, multi_gpu=False):
-        """Load ``dir_path/<model_name>/``; a missing or corrupt file is a :class:`ModelLoadError`.
+        """Load ``dir_path/<model_name>/``; a missing or corrupt file, or weights of another
+        architecture than config.json names, is a one-line :class:`ModelLoadError`.
 
         Returns None, as DeLFT's: GROBID runs ``model.load(dir_path=...)`` through JEP, whose
         interactive evaluation would print any value returned.
         """
         path = os.path.join(dir_path, self.model_config.model_name)
-        if not os.path.isdir(path):
-            raise ModelLoadError(f"{path}: no such model directory")
-        for name in (CONFIG_FILE, PREPROCESSOR_FILE, WEIGHTS_FILE):
-            if not os.path.isfile(os.path.join(path, name)):
-                raise ModelLoadError(f"{path}: incomplete model directory, {name} is missing")
-        try:
-            config = ModelConfig.load(os.path.join(path, CONFIG_FILE))
-            models.architecture(config.architecture)
-        except (ValueError, TypeError) as error:  # ConfigurationError is a ValueError
-            message = str(error)
-            where = os.path.join(path, CONFIG_FILE)
-            raise ModelLoadError(message if message.startswith(where) else
-                                 f"{where}: corrupt ({message})") from None
+        for _ in range(LOAD_ATTEMPTS):
+            identity = folder_identity(path)
+            try:
+                self._load_folder(path, multi_gpu)
+            except ModelLoadError:
+                if folder_identity(path) == identity:
+                    raise
+                continue  # replaced by a save while being read: read the new one
+            if folder_identity(path) == identity:
+                return
+        raise ModelLoadError(f"{path}: replaced {LOAD_ATTEMPTS} times while being loaded")
+
+    def _load_folder(self, path, multi_gpu):
+        config = read_model_config(path)
         config.model_name = self.model_config.model_name
         self.model_config = config
         self.p = models.load_preprocessor(os.path.join(path, PREPROCESSOR_FILE))
         self.p.load_resources(path)
         self._open_embeddings(loading_from=path)
         strategy = devices.get_strategy(multi_gpu)
-        self.model = self._build(strategy, self.p)
+        try:
+            self.model = self._build(strategy, self.p)
+        except ConfigurationError as error:
+            raise ModelLoadError(f"{path}: config.json and {PREPROCESSOR_FILE} do not describe "
+                                 f"the same model ({error})") from None
+        weights = os.path.join(path, WEIGHTS_FILE)
+        check_weights_match(self.model, weights, config.architecture)
         try:
             with strategy.scope():
-                self.model.load_weights(os.path.join(path, WEIGHTS_FILE))
+                self.model.load_weights(weights)
         except Exception as error:  # h5py/keras raise many types for a damaged file
-            raise ModelLoadError(f"{os.path.join(path, WEIGHTS_FILE)}: cannot load weights "
+            raise ModelLoadError(f"{weights}: cannot load weights "
                                  f"({type(error).__name__}: {str(error).splitlines()[0]})") from None
         self._strategy = strategy
         self._predictors = {}
         self.models = [self.model]
-
-
-def _directory_mode():
-    """The mode ``os.mkdir`` gives a new directory under the current umask."""
-    umask = os.umask(0o022)
-    os.umask(umask)
-    return 0o777 & ~umask
-
-
-def _replace_directory(staging, target):
-    """Move ``staging`` to ``target``, replacing an older model only once the new one is complete."""
-    previous = None
-    if os.path.exists(target):
-        previous = target + ".previous"
-        shutil.rmtree(previous, ignore_errors=True)
-        os.rename(target, previous)
-    os.rename(staging, target)
-    if previous:
-        shutil.rmtree(previous, ignore_errors=True)
 
 
 def _chunks(path, input_format, reader):
