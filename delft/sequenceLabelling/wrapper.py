@@ -18,6 +18,7 @@ import numpy as np
 from delft.sequenceLabelling import evaluation, output
 from delft.sequenceLabelling.config import ModelConfig, TrainingConfig
 from delft.sequenceLabelling import models
+from delft.sequenceLabelling.preprocess import FeatureColumnsError
 from delft.utilities import devices
 from delft.utilities.errors import ConfigurationError, DelftError, ModelLoadError
 from delft.utilities.Tokenizer import tokenize_with_offsets
@@ -55,7 +56,7 @@ class Sequence:
                  lr_schedule="plateau", model_type=None, compute_dtype=None,
                  freeze_word_embeddings=True, features_embedding_size=4, features_lstm_units=4,
                  head_lr_multiplier=50.0, crf_lr_multiplier=500.0, weight_decay=0.01,
-                 warmup_ratio=0.1):
+                 warmup_ratio=0.1, features_vocabulary_size=12):
         architecture = model_type or architecture
         models.architecture(architecture)  # an unknown name fails here, in one line
         if use_ELMo:
@@ -66,7 +67,8 @@ class Sequence:
             max_char_length=max_char_length, char_lstm_units=char_lstm_units,
             word_lstm_units=word_lstm_units, max_sequence_length=max_sequence_length,
             dropout=dropout, recurrent_dropout=recurrent_dropout, batch_size=batch_size,
-            features_indices=features_indices, transformer_name=transformer_name,
+            features_indices=features_indices,
+            features_vocabulary_size=features_vocabulary_size, transformer_name=transformer_name,
             window_stride=window_stride, compute_dtype=compute_dtype,
             freeze_word_embeddings=freeze_word_embeddings,
             features_embedding_size=features_embedding_size,
@@ -342,7 +344,7 @@ class Sequence:
             elif output_format in ("TEI", "tei"):
                 out.write(output.TEI_HEADER)
             first = True
-            for texts, features in _chunks(file_in, input_format, reader):
+            for texts, features in _chunks(file_in, input_format, reader, self.p):
                 if output_format == "json":
                     result = self.tag(texts, "json", features, batch_size, multi_gpu)
                     for item in result["texts"]:
@@ -449,9 +451,16 @@ def _replace_directory(staging, target):
         shutil.rmtree(previous, ignore_errors=True)
 
 
-def _chunks(path, input_format, reader):
+def _chunks(path, input_format, reader, preprocessor):
     if input_format == "crf":
+        first = 0
         for x, features in reader.iter_data_crf_file(path, TAG_FILE_CHUNK):
+            if preprocessor.feature_index:  # the model reads features: a count error is a line
+                try:
+                    preprocessor.check_feature_columns(features)
+                except FeatureColumnsError as error:
+                    raise error.in_file(path, first) from None
+            first += len(x)
             yield list(x), list(features)
         return
     texts = []

@@ -3,6 +3,7 @@ import keras
 import tensorflow as tf
 
 
+@keras.saving.register_keras_serializable(package="delft")
 class BiLSTM(keras.layers.Layer):
     """Bidirectional LSTM: ``inputs`` [batch, time, features], ``lengths`` [batch] -> outputs.
 
