@@ -1,74 +1,66 @@
 """BidLSTM_CRF_FEATURES and BidLSTM_CRF on GROBID data: ours against DeLFT 1.2.0, seeds 1-3.
 
-    python benchmarks/features.py [--sets name-header,name-citation,affiliation-address]
-        [--architectures BidLSTM_CRF_FEATURES,BidLSTM_CRF] [--seeds 1,2,3]
-        [--systems ours,delft] [--results FILE.jsonl] [-- extra options for our grobidTagger]
+    DELFT12_PYTHON=/path/to/delft12/bin/python python benchmarks/features.py
+        [--sets name-header,name-citation,affiliation-address]
+        [--architectures BidLSTM_CRF_FEATURES,BidLSTM_CRF] [--seeds 1,2,3] [--systems ours,delft]
+        [--results FILE.jsonl] [-- extra options for our grobidTagger]
 
-Each run is a fresh process, what a user runs: ours ``grobidTagger.py <set> train_eval
---architecture A --seed N --input FILE``; DeLFT 1.2.0's ``python -m delft.applications.
-grobidTagger`` with the same arguments, from its own virtual environment (``--delft-python``,
-default /work/delft12/bin/python), in a scratch folder (it writes its model under the current
-directory). Both are char-only (no --embedding), with each model's GROBID defaults.
+Each run is a fresh process, what a user runs, from a scratch folder: ours ``grobidTagger.py
+<set> train_eval --architecture A --seed N --input FILE``, DeLFT 1.2.0's ``python -m
+delft.applications.grobidTagger`` with the same arguments (``benchmarks/peers.py``). Both are
+char-only (no --embedding), with each model's GROBID defaults; the runs of a set and seed
+alternate between the systems.
 
-Prints one line per run (eval micro F1, epochs, wall time) and then, per set and architecture, the
-mean F1 of each system, their difference, the summed wall time and ours / DeLFT's. With
-``--results`` every run is also appended to a JSON-lines file, and runs already in it (same system,
-set, architecture, seed) are not run again: DeLFT's runs take hours, so they can be made once and
-the table printed again after ours change.
+Prints one line per run (eval micro F1, epochs, wall time, peak RSS) and then, per set and
+architecture, each system's F1 per seed and mean, its summed wall time, the F1 difference and ours /
+DeLFT's wall time. With ``--results`` each run is appended to a JSON-lines file and the runs
+already there (same system, set, architecture, seed) are not run again: DeLFT's FEATURES runs
+take from minutes to hours each, so they can be made once and the table printed again after ours
+change.
 """
 import argparse
 import json
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import peers  # noqa: E402
+
+sys.path.insert(0, peers.REPO)
 from delft.utilities.data_path import shared_data_file  # noqa: E402
 
 TRAINING_FILES = {"name-header": "name-header-251225.train",
                   "name-citation": "name-citation-251225.train",
                   "affiliation-address": "affiliation-address-251225.train",
                   "date": "date-220311.train"}
-MICRO = re.compile(r"all \(micro avg\.\)\s+[\d.]+\s+[\d.]+\s+([\d.]+)")
-OUR_EPOCH = re.compile(r"^epoch\s+\d+/\d+ ")
-DELFT_EPOCH = re.compile(r"^Epoch \d+: loss=")
+OUR_EPOCH = re.compile(r"^epoch\s+\d+/\d+ ", re.M)
+DELFT_EPOCH = re.compile(r"^Epoch \d+: loss=", re.M)
 
 
-def command(system, data_set, architecture, seed, delft_python, extra):
-    data = str(shared_data_file("sequenceLabelling", "grobid", data_set, TRAINING_FILES[data_set]))
-    arguments = [data_set, "train_eval", "--architecture", architecture, "--seed", str(seed),
-                 "--input", data]
-    if system == "delft":
-        return [delft_python, "-m", "delft.applications.grobidTagger"] + arguments, {}
-    return ([sys.executable, os.path.join(REPO, "delft", "applications", "grobidTagger.py")]
-            + arguments + extra, {"PYTHONPATH": REPO})
+def data_file(data_set):
+    return str(shared_data_file("sequenceLabelling", "grobid", data_set, TRAINING_FILES[data_set]))
 
 
-def run(system, data_set, architecture, seed, delft_python, extra):
-    """One train_eval process: its eval micro F1 (percent), epochs and wall time (s)."""
-    argv, env = command(system, data_set, architecture, seed, delft_python, extra)
+def run(system, data_set, architecture, seed, extra):
+    """One train_eval process: its eval micro F1 (percent), epochs, wall time and peak RSS."""
+    args = [data_set, "train_eval", "--architecture", architecture, "--seed", str(seed),
+            "--input", data_file(data_set)]
     with tempfile.TemporaryDirectory(prefix="features-bench-") as scratch:
         if system == "ours":
-            argv += ["--output", scratch]
-        start = time.perf_counter()
-        process = subprocess.run(argv, cwd=scratch, capture_output=True, text=True,
-                                 env=dict(os.environ, **env))
-        wall = time.perf_counter() - start
-    if process.returncode != 0:
+            result = peers.ours("grobidTagger", args + ["--output", scratch] + extra, scratch)
+        else:  # DeLFT writes its model under the current directory
+            result = peers.delft12("grobidTagger", args, scratch)
+    if result.code != 0:
         raise SystemExit(f"{system} {data_set} {architecture} seed {seed} failed:\n"
-                         f"{process.stderr[-3000:]}")
-    scores = MICRO.findall(process.stdout)
-    epoch_line = OUR_EPOCH if system == "ours" else DELFT_EPOCH
-    epochs = sum(1 for line in (process.stdout + process.stderr).splitlines()
-                 if epoch_line.match(line))
+                         f"{result.err[-3000:]}")
+    epochs = (OUR_EPOCH if system == "ours" else DELFT_EPOCH).findall(result.out + result.err)
     return {"system": system, "set": data_set, "architecture": architecture, "seed": seed,
-            "f1": float(scores[-1]) * 100, "epochs": epochs, "wall": wall}
+            "f1": result.micro_f1(), "epochs": len(epochs), "wall": result.wall,
+            "rss": result.peak_rss_gb}
 
 
 def load_results(path):
@@ -78,27 +70,23 @@ def load_results(path):
         return [json.loads(line) for line in stream if line.strip()]
 
 
-def key(record):
-    return record["system"], record["set"], record["architecture"], record["seed"]
-
-
 def summary(results, sets, architectures, systems):
-    print("\nset / architecture: mean eval micro F1 (seeds) and summed wall time; "
-          "wall times from a shared 2-core machine")
+    print("\nset / architecture: eval micro F1 per seed (mean) and summed wall time; wall times "
+          "measured on a shared 2-core machine, with other jobs running")
     for data_set in sets:
         for architecture in architectures:
             line = {}
             for system in systems:
-                runs = [r for r in results if r["system"] == system and r["set"] == data_set
-                        and r["architecture"] == architecture]
+                runs = sorted((r for r in results if r["system"] == system and
+                               r["set"] == data_set and r["architecture"] == architecture),
+                              key=lambda r: r["seed"])
                 if runs:
                     line[system] = (statistics.mean(r["f1"] for r in runs),
                                     sum(r["wall"] for r in runs),
-                                    " / ".join(f"{r['f1']:.2f}" for r in
-                                               sorted(runs, key=lambda r: r["seed"])))
-            parts = [f"{s} {f1:.2f} ({seeds}) in {wall:.0f} s" for s, (f1, wall, seeds)
+                                    " / ".join(f"{r['f1']:.2f}" for r in runs), len(runs))
+            parts = [f"{s} {seeds} ({f1:.2f}) in {wall:.0f} s" for s, (f1, wall, seeds, _)
                      in line.items()]
-            if "ours" in line and "delft" in line:
+            if "ours" in line and "delft" in line and line["ours"][3] == line["delft"][3]:
                 parts.append(f"F1 ours - DeLFT {line['ours'][0] - line['delft'][0]:+.2f}, "
                              f"wall ours / DeLFT {line['ours'][1] / line['delft'][1]:.3f}")
             if parts:
@@ -111,29 +99,29 @@ def main():
     parser.add_argument("--architectures", default="BidLSTM_CRF_FEATURES,BidLSTM_CRF")
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument("--systems", default="ours,delft")
-    parser.add_argument("--delft-python", default="/work/delft12/bin/python")
     parser.add_argument("--results", default=None, help="JSON-lines file of runs (reused)")
     args, extra = parser.parse_known_args()
     extra = [e for e in extra if e != "--"]
     sets, architectures = args.sets.split(","), args.architectures.split(",")
-    systems = args.systems.split(",")
+    systems = [s for s in args.systems.split(",") if s == "ours" or peers.delft12_available()]
     results = load_results(args.results)
-    done = {key(r) for r in results}
+    done = {(r["system"], r["set"], r["architecture"], r["seed"]) for r in results}
     for data_set in sets:
         for architecture in architectures:
             for seed in map(int, args.seeds.split(",")):
                 for system in systems:
                     if (system, data_set, architecture, seed) in done:
                         continue
-                    record = run(system, data_set, architecture, seed, args.delft_python, extra)
+                    record = run(system, data_set, architecture, seed, extra)
                     results.append(record)
                     print(f"{system:5s} {data_set:20s} {architecture:22s} seed {seed}: "
                           f"eval micro F1 {record['f1']:.2f}  epochs {record['epochs']}  "
-                          f"wall {record['wall']:.1f} s", flush=True)
+                          f"wall {record['wall']:.1f} s  peak RSS {record['rss']:.2f} GB",
+                          flush=True)
                     if args.results:
                         with open(args.results, "a", encoding="utf-8") as out:
                             out.write(json.dumps(record) + "\n")
-    summary(results, sets, architectures, systems)
+    summary(results, sets, architectures, args.systems.split(","))
 
 
 if __name__ == "__main__":
