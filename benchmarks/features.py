@@ -63,6 +63,22 @@ def run(system, data_set, architecture, seed, extra):
             "rss": result.peak_rss_gb}
 
 
+def column_choice(sets, limits=(12, 32)):
+    """Which feature columns the automatic selection keeps on each set's training file, under
+    DeLFT's limit of 12 distinct values and the 32 this package used before."""
+    from delft.sequenceLabelling.preprocess import WordPreprocessor
+    from delft.sequenceLabelling.reader import load_data_and_labels_crf_file
+
+    for data_set in sets:
+        x, y, f = load_data_and_labels_crf_file(data_file(data_set))
+        chosen = []
+        for limit in limits:
+            preprocessor = WordPreprocessor(features_vocabulary_size=limit)
+            preprocessor.fit(x, y, f)
+            chosen.append(f"<= {limit} values: {preprocessor.features_indices}")
+        print(f"{data_set}: feature columns kept with " + "; ".join(chosen), flush=True)
+
+
 def load_results(path):
     if not path or not os.path.exists(path):
         return []
@@ -104,6 +120,7 @@ def main():
     extra = [e for e in extra if e != "--"]
     sets, architectures = args.sets.split(","), args.architectures.split(",")
     systems = [s for s in args.systems.split(",") if s == "ours" or peers.delft12_available()]
+    column_choice(sets)
     results = load_results(args.results)
     done = {(r["system"], r["set"], r["architecture"], r["seed"]) for r in results}
     for data_set in sets:
