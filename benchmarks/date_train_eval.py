@@ -2,6 +2,8 @@
 
     python benchmarks/date_train_eval.py [--seeds 1,2,3] [--multi-gpu] [--ours-only] [-- options]
     DELFT12_PYTHON=/path/to/delft12/bin/python python benchmarks/date_train_eval.py
+    python benchmarks/date_train_eval.py --architecture BERT_CRF --transformer all-MiniLM-L6-v2 \
+        --max-epoch 10       # the transformer recipe, both toolkits on the same local checkpoint
 
 Each run is a fresh process (what a user runs), ours and DeLFT 1.2.0's alternating in the same
 benchmark run. Prints per seed: eval micro F1, epochs, first-epoch and median steady epoch time
@@ -22,11 +24,25 @@ import peers  # noqa: E402
 EPOCH = re.compile(r"^epoch\s+\d+/\d+ .* ([\d.]+)s$")
 
 
+sys.path.insert(0, peers.REPO)
+
+
 def data_file():
-    sys.path.insert(0, peers.REPO)
     from delft.utilities.data_path import shared_data_file
 
     return str(shared_data_file("sequenceLabelling", "grobid", "date", "date-220311.train"))
+
+
+def shared_options(args):
+    """The options both toolkits get: architecture, transformer (as a local folder), epochs."""
+    options = ["--architecture", args.architecture]
+    if args.transformer:
+        from delft.sequenceLabelling.transformers.checkpoint import resolve_transformer
+
+        options += ["--transformer", resolve_transformer(args.transformer)]
+    if args.max_epoch:
+        options += ["--max-epoch", str(args.max_epoch)]
+    return options
 
 
 def run_ours(seed, multi_gpu, extra):
@@ -42,11 +58,11 @@ def run_ours(seed, multi_gpu, extra):
             "rss": result.peak_rss_gb}
 
 
-def run_delft12(seed):
+def run_delft12(seed, options):
     with tempfile.TemporaryDirectory() as output:
         result = peers.delft12("grobidTagger", [
-            "date", "train_eval", "--architecture", "BidLSTM_CRF", "--input", data_file(),
-            "--output", output, "--seed", str(seed)], output)
+            "date", "train_eval", "--input", data_file(), "--output", output,
+            "--seed", str(seed)] + options, output)
     if result.code != 0:
         raise SystemExit(f"DeLFT 1.2.0, seed {seed} failed:\n{result.err[-3000:]}")
     return {"f1": result.micro_f1(), "wall": result.wall, "rss": result.peak_rss_gb}
@@ -57,8 +73,12 @@ def main():
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument("--multi-gpu", action="store_true")
     parser.add_argument("--ours-only", action="store_true")
+    parser.add_argument("--architecture", default="BidLSTM_CRF")
+    parser.add_argument("--transformer", default=None)
+    parser.add_argument("--max-epoch", type=int, default=None)
     args, extra = parser.parse_known_args()
-    extra = [e for e in extra if e != "--"]
+    options = shared_options(args)
+    extra = options + [e for e in extra if e != "--"]
     with_peer = peers.delft12_available() and not args.ours_only
     ours, theirs = [], []
     for seed in map(int, args.seeds.split(",")):
@@ -68,7 +88,7 @@ def main():
               f"first epoch {result['first']:.2f} s  steady epoch {result['steady']:.3f} s  "
               f"wall {result['wall']:.1f} s  peak RSS {result['rss']:.2f} GB", flush=True)
         if with_peer:
-            result = run_delft12(seed)
+            result = run_delft12(seed, options)
             theirs.append(result)
             print(f"seed {seed} DeLFT 1.2.0: eval micro F1 {result['f1']:.2f}  "
                   f"wall {result['wall']:.1f} s  peak RSS {result['rss']:.2f} GB", flush=True)

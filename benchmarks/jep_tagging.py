@@ -15,7 +15,6 @@ No asserts.
 """
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile

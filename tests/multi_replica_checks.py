@@ -100,9 +100,9 @@ def check_validation_58_of_60(x, y):
         for name, strategy in (("one", single), ("two", mirrored)):
             sequence = untrained_sequence(x[:300], y[:300], strategy)
             sequence.model.set_weights(weights)
-            ids, _ = Predictor(sequence.model, sequence.p, strategy).predict(
+            predictions = Predictor(sequence.model, sequence.p, strategy).predict(
                 sequence.p.encode(valid_x), 60)
-            predicted = [sequence.p.decode_labels(row) for row in ids]
+            predicted = predictions.split(sequence.p.decode_labels(predictions.ids))
             result = evaluation.precision_recall_f1(valid_y, predicted)
             scores[name] = {"f1": result["micro"]["f1"],
                             "counts": {k: [v["tp"], v["fp"], v["fn"]]

@@ -196,7 +196,7 @@ def test_ner_tag_json(runs):
     assert entities and {e["class"] for e in entities} <= {"PER", "LOC", "ORG"}
     for item in result["texts"]:
         for entity in item["entities"]:
-            assert item["text"][entity["beginOffset"]:entity["endOffset"]] == entity["text"]
+            assert item["text"][entity["beginOffset"]:entity["endOffset"] + 1] == entity["text"]
 
 
 def test_ner_tag_iob(data, runs):

@@ -8,8 +8,7 @@ import pytest
 from delft.sequenceLabelling.models import load_preprocessor
 from delft.sequenceLabelling.preprocess import (PAD_INDEX, UNKNOWN_INDEX, Preprocessor,
                                                 WordPreprocessor)
-from delft.sequenceLabelling.windows import merge_row_predictions
-from test_windows import positions_per_row
+from test_windows import positions_per_row, stitched
 from delft.utilities.errors import ModelLoadError
 
 X = [["June", "2005"], ["10", "-", "06", "-", "2005"], ["Été", "1999"]]
@@ -130,7 +129,7 @@ def test_encode_with_window_size_rows_cover_sequences():
     corpus = fitted.encode(x, window_size=10)
     assert corpus.row_sequence.tolist() == [0, 0, 0, 1]
     assert corpus.row_length.tolist() == [10, 10, 3, 3]
-    merged = merge_row_predictions(corpus, positions_per_row(corpus), np.int64)
+    merged = stitched(corpus, positions_per_row(corpus))
     assert [m.tolist() for m in merged] == [list(range(23)), list(range(3))]
     whole = fitted.encode(x)  # tagging: one row per sequence, whatever its length
     assert whole.row_length.tolist() == [23, 3]

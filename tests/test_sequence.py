@@ -14,6 +14,7 @@ import pytest
 
 from conftest import loaded_sequence, MODEL_NAME, crf_sequences, token_accuracy, unlabelled_matrix
 from delft.sequenceLabelling import Sequence, evaluation
+from delft.sequenceLabelling.tagger import get_entities_with_offsets
 from delft.utilities.Tokenizer import tokenizeAndFilterSimple, tokenize_with_offsets
 
 TEI_NS = "{http://www.tei-c.org/ns/1.0}"
@@ -76,7 +77,7 @@ def test_tag_raw_strings_json_structure(loaded_date, trained_date):
     texts = raw_texts(trained_date)
     result = loaded_date.tag(texts, "json")
     assert set(result) == {"software", "date", "model", "texts", "runtime"}
-    assert result["software"] == "delft"
+    assert result["software"] == "DeLFT"
     assert result["model"] == MODEL_NAME
     datetime.datetime.fromisoformat(result["date"])
     assert isinstance(result["runtime"], (int, float)) and result["runtime"] >= 0
@@ -90,18 +91,18 @@ def test_tag_raw_strings_json_structure(loaded_date, trained_date):
         position = 0
         for entity in item["entities"]:
             assert set(entity) == {"text", "class", "score", "beginOffset", "endOffset"}
-            begin, end = entity["beginOffset"], entity["endOffset"]
-            assert position <= begin < end <= len(text)
-            assert text[begin:end] == entity["text"]
+            begin, last = entity["beginOffset"], entity["endOffset"]  # DeLFT's: last included
+            assert position <= begin <= last < len(text)
+            assert text[begin:last + 1] == entity["text"]
             assert entity["class"] in DATE_TYPES
             assert 0.0 <= entity["score"] <= 1.0
-            position = end
+            position = last + 1
             found += 1
         # the entities are those of the token labels, at the tokens' offsets
         tokens, offsets = tokenize_with_offsets(text)
         assert [t for t, _ in tagged] == tokens
-        expected = [(kind, offsets[a][0], offsets[b][1])
-                    for kind, a, b in evaluation.get_entities([label for _, label in tagged])]
+        expected = [(kind, offsets[a][0], offsets[b - 1][1] - 1) for kind, a, b, _, _ in
+                    get_entities_with_offsets([label for _, label in tagged], offsets)]
         assert [(e["class"], e["beginOffset"], e["endOffset"]) for e in item["entities"]] == expected
     assert found >= len(texts)  # date strings: at least one entity per text on average
 
@@ -112,7 +113,7 @@ def test_tag_tokens_json_joins_with_spaces(loaded_date, trained_date):
     for tokens, item in zip(sequences, result["texts"]):
         assert item["text"] == " ".join(tokens)
         for entity in item["entities"]:
-            assert item["text"][entity["beginOffset"]:entity["endOffset"]] == entity["text"]
+            assert item["text"][entity["beginOffset"]:entity["endOffset"] + 1] == entity["text"]
 
 
 def test_tag_tei_parses_as_xml(loaded_date, trained_date):

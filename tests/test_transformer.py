@@ -157,7 +157,7 @@ def test_every_word_gets_one_label(checkpoints):
     raw = model.tag([text], output_format="json")
     assert raw["texts"][0]["text"] == text
     for entity in raw["texts"][0]["entities"]:  # offsets into the raw string
-        assert text[entity["beginOffset"]:entity["endOffset"]] == entity["text"]
+        assert text[entity["beginOffset"]:entity["endOffset"] + 1] == entity["text"]
     pairs = model.tag([text])[0]
     assert [t for t, _ in pairs] == ["Received", "12", "June", ",", "2005"]
 

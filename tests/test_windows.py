@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from delft.sequenceLabelling.preprocess import EncodedCorpus
-from delft.sequenceLabelling.windows import (merge_row_predictions, rows_from_windows,
-                                             subtoken_windows, windows)
+from delft.sequenceLabelling.windows import (Stitcher, rows_from_windows, subtoken_windows,
+                                             windows)
 
 # -- windows --------------------------------------------------------------------------------------
 CASES = [(length, size, stride) for length in range(0, 61) for size in range(1, 21)
@@ -58,6 +58,15 @@ def test_windows_property_random(rng):
 
 
 # -- merging row predictions ------------------------------------------------------------------------
+def stitched(corpus, row_values):
+    """Every row's kept values written into one flat array, cut per sequence."""
+    stitcher = Stitcher(corpus)
+    flat = np.full(stitcher.size, -1, np.int64)
+    for row, values in enumerate(row_values):
+        stitcher.put(flat, row, values)
+    return stitcher.split(flat)
+
+
 def positions_per_row(corpus):
     """What a model 'predicts' for a row: the absolute position of each of its tokens."""
     return [corpus.row_offset[r] + np.arange(corpus.row_length[r])
@@ -66,13 +75,13 @@ def positions_per_row(corpus):
 
 @pytest.mark.parametrize("size, stride", [(None, None), (1, None), (3, None), (4, 2), (5, 1),
                                           (7, 3), (50, None)])
-def test_merge_row_predictions_restores_every_position(size, stride):
+def test_stitching_row_predictions_restores_every_position(size, stride):
     lengths = np.array([0, 1, 2, 7, 13, 50, 101])
     rows = rows_from_windows(lengths, size, stride)
     corpus = EncodedCorpus(lengths, *rows)
     if size:
         assert corpus.row_length.max() <= size
-    merged = merge_row_predictions(corpus, positions_per_row(corpus), np.int64)
+    merged = stitched(corpus, positions_per_row(corpus))
     assert [m.tolist() for m in merged] == [list(range(n)) for n in lengths]
 
 

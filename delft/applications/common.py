@@ -24,6 +24,12 @@ REFUSED_OPTIONS = {
              "history.json and training_curve.png",
     "num_workers": "batches are padded in one background thread: there are no data workers to "
                    "set",
+    "wandb_run_id": "Weights & Biases reporting is not available",
+    "wandb_project": "Weights & Biases reporting is not available",
+    "text_features_indices": "text feature columns are not supported: categorical columns only "
+                             "(--features-indices)",
+    "continuous_features_indices": "continuous feature columns are not supported: categorical "
+                                   "columns only (--features-indices)",
 }
 
 
@@ -47,6 +53,9 @@ def add_common_options(parser, architecture_default="BidLSTM_CRF"):
                         help=argparse.SUPPRESS)
     parser.add_argument("--wandb", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--num-workers", type=int, default=None, help=argparse.SUPPRESS)
+    for name in ("wandb_run_id", "wandb_project", "text_features_indices",
+                 "continuous_features_indices"):
+        parser.add_argument("--" + name.replace("_", "-"), default=None, help=argparse.SUPPRESS)
     return parser
 
 
@@ -237,6 +246,9 @@ def user_errors_are_one_line(main):
     @functools.wraps(main)
     def wrapped(argv=None):
         logging.basicConfig(level=logging.INFO, format="%(message)s")
+        # a command's stderr is for its own notices: transformers' advice that PyTorch is absent
+        # (torch is never used here) is not one of them
+        os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
         try:
             return main(argv)
         except (DelftError, FileNotFoundError, IsADirectoryError, PermissionError) as error:

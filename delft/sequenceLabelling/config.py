@@ -12,6 +12,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import List, Optional
 
+from delft.utilities.Utilities import parse_number_ranges, t_or_f
 from delft.utilities.errors import ConfigurationError
 
 COMPUTE_DTYPES = ("float32", "mixed_bfloat16", "mixed_float16")
@@ -25,38 +26,6 @@ def option(default, help, flag=None, minimum=None, maximum=None, choices=None, c
     if isinstance(default, list):
         return field(default_factory=lambda: list(default), metadata=metadata)
     return field(default=default, metadata=metadata)
-
-
-def parse_indices(text: str) -> List[int]:
-    """Column indices from ``"9-30"``, ``"0,2,5-7"`` or ``"[0, 2]"`` (ranges include both ends).
-
-    >>> parse_indices("9-12"), parse_indices("0,2,5-6")
-    ([9, 10, 11, 12], [0, 2, 5, 6])
-    """
-    indices = []
-    for part in text.strip().strip("[]").split(","):
-        part = part.strip()
-        if not part:
-            continue
-        first, dash, last = part.partition("-")
-        try:
-            start, end = int(first), int(last if dash else first)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not an index or a range: {part!r}") from None
-        if start < 0 or end < start:
-            raise argparse.ArgumentTypeError(f"not an increasing range of indices: {part!r}")
-        indices.extend(range(start, end + 1))
-    return indices
-
-
-def parse_bool(text: str) -> bool:
-    """DeLFT's ``--early-stop true|false`` (any case; a prefix such as ``t`` or ``f`` too)."""
-    value = str(text).strip().lower()
-    if value and "true".startswith(value):
-        return True
-    if value and "false".startswith(value):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
 @dataclass
@@ -225,11 +194,11 @@ def add_config_options(parser, *config_classes):
         allowed = f.metadata["choices"]
         if kind is bool:
             parser.add_argument(flag, dest=f.name, nargs="?", const=True, default=None,
-                                type=parse_bool, metavar="true|false", help=help_text)
+                                type=t_or_f, metavar="true|false", help=help_text)
             parser.add_argument("--no-" + flag[2:], dest=f.name, action="store_false",
                                 help=argparse.SUPPRESS)
         elif kind is list:
-            parser.add_argument(flag, dest=f.name, type=parse_indices, default=None,
+            parser.add_argument(flag, dest=f.name, type=parse_number_ranges, default=None,
                                 metavar="INDICES", help=help_text)
         else:
             parser.add_argument(flag, dest=f.name, type=kind, default=None, choices=allowed,

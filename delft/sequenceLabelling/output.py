@@ -4,22 +4,34 @@ from xml.sax.saxutils import escape
 
 import numpy as np
 
-from delft.sequenceLabelling.evaluation import get_entities
+from delft.sequenceLabelling.tagger import get_entities_with_offsets
 
 
 def entities_json(text, tokens, offsets, labels, scores):
-    """DeLFT's per-text JSON: ``{"text", "entities": [{text, class, score, beginOffset, endOffset}]}``."""
+    """DeLFT's per-text JSON: ``{"text", "entities": [{text, class, score, beginOffset, endOffset}]}``.
+
+    As DeLFT's: ``endOffset`` is the offset of the entity's *last* character (included) and
+    ``text`` is ``text[beginOffset:endOffset + 1]``, the original characters between. Unlike
+    DeLFT's, ``score`` is the mean confidence of the entity's words (DeLFT writes 1.0 for CRF
+    models), and pre-tokenised input has entities too, with offsets into its tokens joined by
+    single spaces (DeLFT gives none).
+
+    >>> entities_json("in June 2005", ["in", "June", "2005"], [(0, 2), (3, 7), (8, 12)],
+    ...               ["O", "B-<month>", "B-<year>"], [0.9, 0.8, 0.6])["entities"][0]
+    {'text': 'June', 'class': '<month>', 'score': 0.8, 'beginOffset': 3, 'endOffset': 6}
+    """
+    if text is None:
+        text = " ".join(tokens)
     entities = []
-    for label_type, first, last in get_entities(list(labels)):
-        begin, end = offsets[first][0], offsets[last][1]
+    for label_type, first, end, begin, last in get_entities_with_offsets(list(labels), offsets):
         entities.append({
-            "text": text[begin:end] if text is not None else " ".join(tokens[first:last + 1]),
+            "text": text[begin:last + 1],
             "class": label_type,
-            "score": round(float(np.mean(scores[first:last + 1])), 4),
+            "score": round(float(np.mean(scores[first:end])), 4),
             "beginOffset": int(begin),
-            "endOffset": int(end),
+            "endOffset": int(last),
         })
-    return {"text": text if text is not None else " ".join(tokens), "entities": entities}
+    return {"text": text, "entities": entities}
 
 
 def token_offsets(tokens):
@@ -32,7 +44,7 @@ def token_offsets(tokens):
 
 
 def json_header(model_name):
-    return {"software": "delft", "date": datetime.datetime.now().isoformat(),
+    return {"software": "DeLFT", "date": datetime.datetime.now().isoformat(),
             "model": model_name}
 
 
@@ -47,12 +59,11 @@ def tei_paragraph(text, tokens, offsets, labels):
         text = " ".join(tokens)
         offsets = token_offsets(tokens)
     parts, position = [], 0
-    for label_type, first, last in get_entities(list(labels)):
-        begin, end = offsets[first][0], offsets[last][1]
+    for label_type, _, _, begin, last in get_entities_with_offsets(list(labels), offsets):
         parts.append(escape(text[position:begin]))
         parts.append(f'<rs type="{escape(label_type, {chr(34): "&quot;"})}">'
-                     f"{escape(text[begin:end])}</rs>")
-        position = end
+                     f"{escape(text[begin:last + 1])}</rs>")
+        position = last + 1
     parts.append(escape(text[position:]))
     return "<p>" + "".join(parts) + "</p>\n"
 

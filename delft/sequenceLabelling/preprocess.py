@@ -56,13 +56,17 @@ class LabelVocabulary:
 
     def __init__(self, labels=()):
         self.labels = list(labels)
+        self._index_labels()
+
+    def _index_labels(self):
         self.index = {label: i for i, label in enumerate(self.labels)}
+        self._names = np.asarray(self.labels, dtype=object)  # id -> label, one gather per row
 
     def fit(self, label_sequences):
         seen = set(self.labels)
         new = sorted({label for seq in label_sequences for label in seq} - seen)
         self.labels.extend(new)
-        self.index = {label: i for i, label in enumerate(self.labels)}
+        self._index_labels()
         return new
 
     def encode(self, label_sequences):
@@ -71,8 +75,7 @@ class LabelVocabulary:
                             count=len(seq)) for seq in label_sequences]
 
     def decode(self, ids):
-        names = np.asarray(self.labels, dtype=object)
-        return names[np.asarray(ids, dtype=np.int64)].tolist()
+        return self._names[np.asarray(ids, dtype=np.int64)].tolist()
 
     def __len__(self):
         return len(self.labels)
@@ -307,7 +310,12 @@ class Preprocessor:
         return signature
 
     # -- what a family provides ---------------------------------------------------------------
-    def encode(self, x, features=None, window_size=None) -> EncodedCorpus:
+    def encode(self, x, features=None, window_size=None, window_stride=None) -> EncodedCorpus:
+        """Encode token sequences (and their feature columns) into rows ready to batch.
+
+        ``window_size``: rows of at most that many words (training); ``window_stride``: the
+        distance between overlapping windows (their default is the family's own).
+        """
         raise NotImplementedError
 
     def padded_batch(self, corpus: EncodedCorpus, rows: np.ndarray, label_ids=None,
@@ -424,11 +432,12 @@ class WordPreprocessor(Preprocessor):
         self.uses_casing = uses_casing
         self.embeddings = None
 
-    def encode(self, x, features=None, window_size=None):
+    def encode(self, x, features=None, window_size=None, window_stride=None):
         """Encode sequences of tokens (and their feature columns) into an :class:`EncodedCorpus`.
 
-        ``window_size`` cuts longer sequences into consecutive rows (training); by default every
-        sequence is one row, whatever its length (tagging never truncates).
+        ``window_size`` cuts longer sequences into rows (training), overlapping when
+        ``window_stride`` is smaller; by default every sequence is one row, whatever its length
+        (an RNN tags whole sequences, never truncated).
         """
         token_index, token_rows = self.intern_tokens(x)
         lengths = np.fromiter((len(seq) for seq in x), dtype=np.int64, count=len(x))
@@ -443,7 +452,8 @@ class WordPreprocessor(Preprocessor):
                 [PAD_INDEX] + [CASING_INDEX[casing_class(t)] for t in token_index],
                 dtype=np.int32, count=len(token_index) + 1)
         data.update(self.features_data(features))
-        return EncodedCorpus(lengths, *rows_from_windows(lengths, window_size), data)
+        return EncodedCorpus(lengths, *rows_from_windows(lengths, window_size, window_stride),
+                             data)
 
     def padded_batch(self, corpus, rows, label_ids=None, width=None):
         tokens = self.token_matrix(corpus, rows, width)

@@ -83,7 +83,10 @@ class Trainer:
         self.optimizer = None
         self.history = []
         self.feeder = ReplicaFeeder(strategy, preprocessor)
-        self._train_step = tf.function(self._distributed_train_step,
+        # no autograph: the steps have no Python control flow on tensors, and converting every
+        # function they call doubled the CPU time of tracing (date: train step 4.7 -> 2.9 s,
+        # predict step 1.7 -> 0.6 s)
+        self._train_step = tf.function(self._distributed_train_step, autograph=False,
                                        input_signature=self.feeder.step_signature(True))
 
     # -- one step -----------------------------------------------------------------------------
@@ -134,9 +137,9 @@ class Trainer:
                       "loss": self._run_epoch(train_corpus, train_labels, rng, epoch, steps),
                       "learning_rate": self._current_learning_rate()}
             if valid_corpus is not None:
-                predicted, _ = predictor.predict(valid_corpus, self.batch_size)
-                record["val_f1"] = evaluation.f1_score(
-                    valid_truth, [self.preprocessor.decode_labels(ids) for ids in predicted])
+                predictions = predictor.predict(valid_corpus, self.batch_size)
+                record["val_f1"] = evaluation.f1_score(valid_truth, predictions.split(
+                    self.preprocessor.decode_labels(predictions.ids)))
             record["seconds"] = time.perf_counter() - start
             self.history.append(record)
             logger.info(format_epoch(record, config.max_epoch))

@@ -12,6 +12,7 @@ import shutil
 import sys
 import tempfile
 import time
+from typing import Optional, Sequence as Sequence_, Union
 
 import numpy as np
 
@@ -219,10 +220,11 @@ class Sequence:
             grown[tuple(slice(0, n) for n in value.shape)] = value
             target.assign(grown)
 
-    def train_nfold(self, x_train, y_train, f_train=None, x_valid=None, y_valid=None,
+    def train_nfold(self, x_train, y_train, x_valid=None, y_valid=None, f_train=None,
                     f_valid=None, incremental=False, callbacks=None, multi_gpu=False):
         """Train ``fold_number`` models, each validated on its own fold; every sequence is used.
 
+        The arguments are in DeLFT's order (which differs from :meth:`train`'s).
         ``x_valid``/``y_valid`` are not needed (each fold validates on its held-out part) and,
         as in DeLFT, not used.
         """
@@ -283,7 +285,8 @@ class Sequence:
         return scores
 
     # -- tagging ------------------------------------------------------------------------------
-    def _predict_labels(self, sequences, features=None, multi_gpu=False, batch_size=None):
+    def _predict_labels(self, sequences, features=None, multi_gpu=False, batch_size=None,
+                        window_stride=None):
         from delft.sequenceLabelling.tagger import Predictor
 
         if self.model is None:
@@ -292,16 +295,33 @@ class Sequence:
         predictor = self._predictors.get(id(strategy))
         if predictor is None:
             predictor = self._predictors[id(strategy)] = Predictor(self.model, self.p, strategy)
-        corpus = self.p.encode(sequences, self._features_for(features))
-        ids, scores = predictor.predict(corpus, batch_size or self.model_config.batch_size)
-        labels = [self.p.decode_labels(row) for row in ids]
-        return labels, scores
+        corpus = self.p.encode(sequences, self._features_for(features),
+                               window_stride=window_stride)
+        predictions = predictor.predict(corpus, batch_size or self.model_config.batch_size)
+        labels = predictions.split(self.p.decode_labels(predictions.ids))
+        return labels, predictions.split(predictions.scores)
 
-    def tag(self, texts, output_format=None, features=None, batch_size=None, multi_gpu=False):
+    def tag(self, texts: Sequence_[Union[str, Sequence_[str]]], output_format: Optional[str] = None,
+            features=None, batch_size: Optional[int] = None, multi_gpu: bool = False,
+            window_stride: Optional[int] = None, nb_workers: Optional[int] = None):
         """Label ``texts`` (token lists, or raw strings split by DeLFT's ``tokenizeAndFilter``).
 
-        Returns, per text, ``[token, label]`` pairs (one per input token, input order), or with
-        ``output_format="json"`` DeLFT's JSON dict, with ``"TEI"`` a TEI document string.
+        Args:
+            texts: token sequences (GROBID's ``load_data_crf_string`` output), or raw strings.
+            output_format: None for ``[token, label]`` pairs, ``"json"`` for DeLFT's JSON dict
+                (``output.entities_json``), ``"TEI"`` for a TEI document.
+            features: the feature columns of each token (FEATURES architectures).
+            batch_size: the global tagging batch (default: the model's).
+            multi_gpu: shard the batches across the devices (see doc/multi-gpu.md).
+            window_stride: transformers: the stride of the overlapping windows long texts are cut
+                into (default: the model's); RNN models tag whole sequences, never cut.
+            nb_workers: accepted for DeLFT's callers; batches are padded in one background
+                thread whatever its value.
+
+        Returns:
+            Per text, ``[token, label]`` pairs of ``str``, one per input token, in input order
+            (what GROBID's Java casts to ``List<List<List<String>>>``); or the JSON dict; or the
+            TEI string.
         """
         start = time.perf_counter()
         raw = len(texts) > 0 and isinstance(texts[0], str)
@@ -311,8 +331,11 @@ class Sequence:
             offsets = [o for _, o in tokenised]
         else:
             tokens = [list(seq) for seq in texts]
+            offsets = None  # only the JSON and TEI outputs need them
+        labels, scores = self._predict_labels(tokens, features, multi_gpu, batch_size,
+                                              window_stride)
+        if offsets is None and output_format is not None:
             offsets = [output.token_offsets(seq) for seq in tokens]
-        labels, scores = self._predict_labels(tokens, features, multi_gpu, batch_size)
         originals = list(texts) if raw else [None] * len(tokens)
         if output_format == "json":
             result = output.json_header(self.model_config.model_name)

@@ -126,13 +126,15 @@ class TransformerPreprocessor(Preprocessor):
                                  add_special_tokens=False)["input_ids"] if words else []
         return [np.asarray(ids[:budget] if ids else [unknown], dtype=np.int32) for ids in encoded]
 
-    def encode(self, x, features=None, window_size=None):
+    def encode(self, x, features=None, window_size=None, window_stride=None):
         """Encode token sequences into rows that fit the encoder (``window_size`` is not used:
-        rows are windows of at most :attr:`subtoken_limit` subtokens, at training and tagging)."""
+        rows are windows of at most :attr:`subtoken_limit` subtokens, at training and tagging,
+        ``window_stride`` subtokens apart, by default the model's own)."""
         token_index, token_rows = self.intern_tokens(x)
         pieces = [np.zeros(0, np.int32)] + self.word_subtokens(list(token_index))
         counts = np.fromiter((len(p) for p in pieces), dtype=np.int64, count=len(pieces))
-        budget, stride = self.budget, self.window_stride
+        budget = self.budget
+        stride = self.window_stride if window_stride is None else window_stride
         flats, starts, spans, widths = [], [], [], []
         windowed = 0
         for s, ids in enumerate(token_rows):
