@@ -11,8 +11,8 @@ from conftest import SAMPLE_DATE, crf_sequences, unlabelled_matrix
 from test_cli import SAMPLE, finish, one_error_line, start
 
 from delft.sequenceLabelling import Sequence
-from delft.sequenceLabelling.preprocess import (UNKNOWN_INDEX, FeatureColumnsError,
-                                                WordPreprocessor)
+from delft.sequenceLabelling.feature_columns import FeatureColumnsError
+from delft.sequenceLabelling.preprocess import UNKNOWN_INDEX, WordPreprocessor
 from delft.sequenceLabelling.reader import load_data_and_labels_crf_file
 from delft.utilities.errors import ConfigurationError, DataFormatError
 

@@ -179,7 +179,7 @@ def run_action(args, model_name, read_sets: Callable[[], DataSets], sequence_kwa
 
 def evaluate_file(model, sets, multi_gpu):
     """``model.eval`` on ``sets.test``; features it was not trained on are a file:line error."""
-    from delft.sequenceLabelling.preprocess import FeatureColumnsError
+    from delft.sequenceLabelling.feature_columns import FeatureColumnsError
 
     try:
         return model.eval(*sets.test, multi_gpu=multi_gpu)

@@ -16,15 +16,16 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
+from delft.sequenceLabelling.casing import CASING_INDEX, casing_class
+from delft.sequenceLabelling.feature_columns import (DEFAULT_FEATURES_VOCABULARY_SIZE,
+                                                     FeatureColumnsError, distinct_values,
+                                                     select_columns)
 from delft.sequenceLabelling.windows import rows_from_windows
-from delft.utilities.errors import ConfigurationError, DataFormatError, DelftError
 
 logger = logging.getLogger(__name__)
 
 PAD_INDEX = 0
 UNKNOWN_INDEX = 1
-# DeLFT's default: a column with more distinct values is lexical (token, prefixes...), not layout
-DEFAULT_FEATURES_VOCABULARY_SIZE = 12
 
 
 @dataclass
@@ -91,40 +92,14 @@ def pad_rows(corpus: EncodedCorpus, rows: np.ndarray, per_sequence: Sequence[np.
     return out
 
 
-class FeatureColumnsError(DelftError, ValueError):
-    """Tokens whose feature column count is not the one the model was trained on.
-
-    ``sequence`` and ``token`` locate the first such token in the input given; :meth:`in_file`
-    turns the error into a :class:`DataFormatError` naming the line of the file it was read from.
-    """
-
-    def __init__(self, sequence, token, found, expected):
-        self.sequence, self.token, self.found, self.expected = sequence, token, found, expected
-        super().__init__(f"features of sequence {sequence}, token {token}: {self.reason}")
-
-    @property
-    def reason(self):
-        return (f"{self.found} feature columns, but the model was trained on {self.expected} "
-                "(a GROBID feature matrix from another GROBID version or model?)")
-
-    def in_file(self, path, first_sequence=0):
-        """The same error at its line of ``path``, whose sequences from ``first_sequence`` on
-        were the input (a chunk of a large file)."""
-        from delft.sequenceLabelling.reader import token_line_number
-
-        line = token_line_number(path, first_sequence + self.sequence, self.token)
-        return DataFormatError(path, line, self.reason)
-
-
 class Preprocessor:
     """The vocabularies every model family shares — labels, characters, categorical feature
     columns — and what a family's preprocessor provides: ``encode``, ``padded_batch``,
     ``batch_signature``, and JSON persistence with optional resources beside it.
 
-    Feature columns are counted from the first column after the token (DeLFT's indices). Without
-    ``features_indices`` the columns with at most ``features_vocabulary_size`` distinct values are
-    used (DeLFT's rule; the lexical ones, such as prefixes, have hundreds); given, exactly those.
-    Each column has ``features_vocabulary_size + 2`` ids: 0 pads, 1 is an unseen value (reserved:
+    Feature columns are chosen by :func:`~delft.sequenceLabelling.feature_columns.select_columns`
+    (``features_indices``, or DeLFT's rule of at most ``features_vocabulary_size`` values). Each
+    column has ``features_vocabulary_size + 2`` ids: 0 pads, 1 is an unseen value (reserved:
     a value met at tagging only), values seen in training from 2, in sorted order. The count of
     feature columns of the training rows is kept, and tagging input with another count is an
     error (:class:`FeatureColumnsError`), not columns silently shifted.
@@ -162,8 +137,9 @@ class Preprocessor:
     def _fit_features(self, features):
         if not self.feature_index:
             self.feature_widths = sorted({len(row) for seq in features for row in seq})
-            distinct = _distinct_values(features, self.feature_widths[0])
-            self.features_indices = self._select_columns(distinct)
+            distinct = distinct_values(features, self.feature_widths[0])
+            self.features_indices = select_columns(distinct, self.features_indices,
+                                                   self.features_vocabulary_size)
             self.feature_index = [{value: UNKNOWN_INDEX + 1 + rank
                                    for rank, value in enumerate(sorted(distinct[column]))}
                                   for column in self.features_indices]
@@ -182,29 +158,6 @@ class Preprocessor:
                 logger.warning("feature column %d: %d new values beyond features_vocabulary_size "
                                "(%d) are read as unseen", column, len(new) - room, limit)
 
-    def _select_columns(self, distinct):
-        """The feature columns to use, given the distinct values of each training column."""
-        limit, width = self.features_vocabulary_size, len(distinct)
-        too_many = [c for c in range(width) if len(distinct[c]) > limit]
-        if self.features_indices is None:
-            chosen = [c for c in range(width) if c not in too_many]
-            logger.info("feature columns: using %s; left out %s, which have more than %d "
-                        "distinct values (features_vocabulary_size)", chosen, too_many, limit)
-            return chosen
-        chosen = sorted(set(self.features_indices))
-        if chosen and chosen[-1] >= width:
-            raise ConfigurationError(
-                f"features_indices asks for column {chosen[-1]}, but the training rows have "
-                f"{width} feature columns (0-{width - 1}, counted from the one after the token)")
-        over = [c for c in chosen if c in too_many]
-        if over:
-            raise ConfigurationError(
-                f"features_indices asks for columns with more distinct values than "
-                f"features_vocabulary_size ({limit}): " +
-                ", ".join(f"column {c} has {len(distinct[c])}" for c in over) +
-                "; raise features_vocabulary_size or leave these columns out")
-        return chosen
-
     def check_feature_columns(self, features):
         """Raise :class:`FeatureColumnsError` at the first token whose count of feature columns
         the model was not trained on."""
@@ -214,6 +167,20 @@ class Preprocessor:
                 if len(row) not in accepted:
                     raise FeatureColumnsError(s, t, len(row),
                                               " or ".join(map(str, self.feature_widths)))
+
+    def checked_feature_chunks(self, chunks, path):
+        """The ``(x, f)`` chunks of the file ``path``, in order, as they come; for a model that
+        reads features, a token with another count of feature columns than training is a
+        :class:`DataFormatError` at its line."""
+        first = 0
+        for x, features in chunks:
+            if self.feature_index:
+                try:
+                    self.check_feature_columns(features)
+                except FeatureColumnsError as error:
+                    raise error.in_file(path, first) from None
+            first += len(x)
+            yield x, features
 
     @property
     def num_labels(self) -> int:
@@ -369,41 +336,6 @@ def batch_width(corpus, rows):
 
 def _has_feature_columns(features):
     return any(len(seq) and len(seq[0]) for seq in features)
-
-
-def _distinct_values(features, width):
-    """The set of values of each of the first ``width`` feature columns."""
-    distinct = [set() for _ in range(width)]
-    for seq in features:
-        for values, column in zip(distinct, zip(*seq)):
-            values.update(column)
-    return distinct
-
-
-# DeLFT's casing classes, in its id order (0 pads)
-CASING_CLASSES = ("<PAD>", "numeric", "allLower", "allUpper", "initialUpper", "other",
-                  "mainly_numeric", "contains_digit")
-CASING_INDEX = {name: i for i, name in enumerate(CASING_CLASSES)}
-
-
-def casing_class(token: str) -> str:
-    """DeLFT's casing class of a token (the casing input of BidLSTM_CNN, BidLSTM_CRF_CASING).
-
-    >>> [casing_class(t) for t in ["2005", "12a", "june", "IEEE", "June", "x1-y", "-"]]
-    ['numeric', 'mainly_numeric', 'allLower', 'allUpper', 'initialUpper', 'contains_digit', 'other']
-    """
-    digits = sum(c.isdigit() for c in token)
-    if token.isdigit():
-        return "numeric"
-    if token and digits / len(token) > 0.5:
-        return "mainly_numeric"
-    if token.islower():
-        return "allLower"
-    if token.isupper():
-        return "allUpper"
-    if token[:1].isupper():
-        return "initialUpper"
-    return "contains_digit" if digits else "other"
 
 
 class WordPreprocessor(Preprocessor):

@@ -19,7 +19,6 @@ import numpy as np
 from delft.sequenceLabelling import evaluation, output
 from delft.sequenceLabelling.config import ModelConfig, TrainingConfig
 from delft.sequenceLabelling import models
-from delft.sequenceLabelling.preprocess import FeatureColumnsError
 from delft.utilities import devices
 from delft.utilities.errors import ConfigurationError, DelftError, ModelLoadError
 from delft.utilities.Tokenizer import tokenize_with_offsets
@@ -476,14 +475,8 @@ def _replace_directory(staging, target):
 
 def _chunks(path, input_format, reader, preprocessor):
     if input_format == "crf":
-        first = 0
-        for x, features in reader.iter_data_crf_file(path, TAG_FILE_CHUNK):
-            if preprocessor.feature_index:  # the model reads features: a count error is a line
-                try:
-                    preprocessor.check_feature_columns(features)
-                except FeatureColumnsError as error:
-                    raise error.in_file(path, first) from None
-            first += len(x)
+        chunks = reader.iter_data_crf_file(path, TAG_FILE_CHUNK)
+        for x, features in preprocessor.checked_feature_chunks(chunks, path):
             yield list(x), list(features)
         return
     texts = []

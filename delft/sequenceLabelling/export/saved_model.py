@@ -14,10 +14,10 @@ import shutil
 
 import tensorflow as tf
 
+from delft.sequenceLabelling.casing import CASING_CLASSES
 from delft.sequenceLabelling.export.common import (VOCAB_FILE, load_model_dir, model_feature_ids,
                                                    staged_directory, uses_transformer,
                                                    vocabularies, write_json)
-from delft.sequenceLabelling.preprocess import CASING_CLASSES
 
 logger = logging.getLogger(__name__)
 

@@ -19,12 +19,12 @@ of its batch).
 import keras
 import tensorflow as tf
 
+from delft.sequenceLabelling.casing import CASING_CLASSES
 from delft.sequenceLabelling.layers.bilstm import BiLSTM
 from delft.sequenceLabelling.layers.char_cnn import CharCNN
 from delft.sequenceLabelling.layers.char_encoder import CharEncoder
 from delft.sequenceLabelling.layers.feature_encoder import FeatureEncoder
 from delft.sequenceLabelling.models.base import SequenceLabeller
-from delft.sequenceLabelling.preprocess import CASING_CLASSES
 
 CASING_EMBEDDING_SIZE = 5  # DeLFT's case_embedding_size
 CHAR_CNN_FILTERS = 30  # DeLFT's CharacterCNNEncoder

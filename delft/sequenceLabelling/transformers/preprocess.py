@@ -10,8 +10,8 @@ import os
 
 import numpy as np
 
-from delft.sequenceLabelling.preprocess import (DEFAULT_FEATURES_VOCABULARY_SIZE, EncodedCorpus,
-                                                Preprocessor, batch_width)
+from delft.sequenceLabelling.feature_columns import DEFAULT_FEATURES_VOCABULARY_SIZE
+from delft.sequenceLabelling.preprocess import EncodedCorpus, Preprocessor, batch_width
 from delft.sequenceLabelling.transformers.checkpoint import (ENCODER_LIMIT, check_checkpoint,
                                                              encoder_positions, load_tokenizer,
                                                              read_encoder_config,
