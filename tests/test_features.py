@@ -108,6 +108,28 @@ def test_features_indices_are_the_columns_the_model_reads(tmp_path):
     np.testing.assert_array_equal(potentials(loaded, x[:5], f[:5])[0], reference)
 
 
+@pytest.mark.parametrize("encoder, width", [("concat", 2 * 4), ("lstm", 2 * 3)])
+def test_features_encoder_is_saved_and_reloads_the_same_model(tmp_path, encoder, width):
+    model, x, f = small_features_model(features_indices=[9, 10], features_encoder=encoder,
+                                       features_lstm_units=3)
+    assert model.model.feature_encoder.encoder == encoder
+    assert model.model.feature_encoder.output_width == width
+    reference, _ = potentials(model, x[:5], f[:5])
+    model.save(str(tmp_path))
+    saved = json.loads((tmp_path / FEATURES_MODEL / "config.json").read_text())
+    assert saved["features_encoder"] == encoder
+    loaded = Sequence(FEATURES_MODEL)
+    loaded.load(str(tmp_path))
+    assert loaded.model.feature_encoder.encoder == encoder
+    np.testing.assert_allclose(potentials(loaded, x[:5], f[:5])[0], reference, rtol=1e-6)
+    assert loaded.tag(x[:3], None, features=f[:3]) == model.tag(x[:3], None, features=f[:3])
+
+
+def test_unknown_features_encoder_is_one_line():
+    with pytest.raises(ConfigurationError, match="features_encoder"):
+        Sequence(FEATURES_MODEL, architecture="BidLSTM_CRF_FEATURES", features_encoder="gru")
+
+
 def test_tag_file_with_another_column_count_names_the_line(tmp_path):
     model, _, _ = small_features_model(features_vocabulary_size=3)
     assert model.p.features_indices == [9, 10, 11, 12, 13, 14]  # columns of <= 3 values

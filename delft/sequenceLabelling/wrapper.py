@@ -56,7 +56,7 @@ class Sequence:
                  lr_schedule="plateau", model_type=None, compute_dtype=None,
                  freeze_word_embeddings=True, features_embedding_size=4, features_lstm_units=4,
                  head_lr_multiplier=50.0, crf_lr_multiplier=500.0, weight_decay=0.01,
-                 warmup_ratio=0.1, features_vocabulary_size=12):
+                 warmup_ratio=0.1, features_vocabulary_size=12, features_encoder="concat"):
         architecture = model_type or architecture
         models.architecture(architecture)  # an unknown name fails here, in one line
         if use_ELMo:
@@ -72,7 +72,8 @@ class Sequence:
             window_stride=window_stride, compute_dtype=compute_dtype,
             freeze_word_embeddings=freeze_word_embeddings,
             features_embedding_size=features_embedding_size,
-            features_lstm_units=features_lstm_units, head_lr_multiplier=head_lr_multiplier,
+            features_lstm_units=features_lstm_units, features_encoder=features_encoder,
+            head_lr_multiplier=head_lr_multiplier,
             crf_lr_multiplier=crf_lr_multiplier).validated("Sequence")
         self.training_config = TrainingConfig(
             optimizer=optimizer, learning_rate=learning_rate, lr_decay=lr_decay,

@@ -2,13 +2,11 @@
 
 A word's vector is the concatenation of its static word vector (optional), its characters
 encoded by a char BiLSTM (or, for the CNN architectures, a char CNN), its casing class embedded
-(BidLSTM_CNN, BidLSTM_CRF_CASING) and its categorical feature columns encoded by a small BiLSTM
-over the columns (the FEATURES architectures). The casing and feature encodings get a dropout of
-their own before the concatenation, as in DeLFT.
-
-Feature encoder, chosen by measurement (``benchmarks/features.py``): DeLFT's BiLSTM over the
-columns against the concatenation of the column embeddings this package had before ... (see
-FeatureEncoder). TEMPORARY: being measured.
+(BidLSTM_CNN, BidLSTM_CRF_CASING) and its categorical feature columns (the FEATURES
+architectures), their embeddings concatenated or, with ``features_encoder="lstm"``, encoded by
+DeLFT's small BiLSTM over the columns (:class:`FeatureEncoder` says why the concatenation is the
+default). The casing and BiLSTM feature encodings get a dropout of their own before the
+concatenation, as in DeLFT.
 
 Two differences from DeLFT, both deliberate: every model, softmax ones included, has the dense
 tanh layer before the potentials (DeLFT's BidLSTM and BidLSTM_CNN project the BiLSTM states
@@ -52,6 +50,7 @@ class BidLSTM(SequenceLabeller):
     def __init__(self, num_labels, char_vocab_size, char_emb_size=25, char_lstm_units=25,
                  word_lstm_units=100, dropout=0.5, recurrent_dropout=0.25,
                  feature_vocab_sizes=(), features_embedding_size=4, features_lstm_units=4,
+                 features_encoder="concat",
                  word_embedding_size=0, char_encoder="lstm", casing=False, use_crf=True,
                  **kwargs):
         super().__init__(num_labels, use_crf=use_crf, **kwargs)
@@ -70,7 +69,8 @@ class BidLSTM(SequenceLabeller):
             len(CASING_CLASSES), CASING_EMBEDDING_SIZE, name="casing_embedding",
             embeddings_initializer=keras.initializers.RandomNormal(stddev=1.0)) if casing else None
         self.feature_encoder = (FeatureEncoder(feature_vocab_sizes, features_embedding_size,
-                                               features_lstm_units, name="feature_encoder")
+                                               features_lstm_units, features_encoder,
+                                               name="feature_encoder")
                                 if len(feature_vocab_sizes) else None)
         self.part_dropout = keras.layers.Dropout(dropout)
         # dropout before and after the word encoder, not also inside it on the same inputs
@@ -98,7 +98,7 @@ class BidLSTM(SequenceLabeller):
         if self.casing_embedding is not None:
             parts.append(self.part_dropout(self.casing_embedding(batch["casing"]),
                                            training=training))
-        if self.feature_encoder is not None and self.feature_encoder.mode == "concat":  # TEMP
+        if self.feature_encoder is not None and self.feature_encoder.encoder == "concat":
             parts.append(self.feature_encoder(batch["features"]))
         elif self.feature_encoder is not None:
             parts.append(self.part_dropout(self.feature_encoder(batch["features"]),
@@ -123,6 +123,7 @@ def rnn_options(model_config, preprocessor, parts):
                 feature_vocab_sizes=preprocessor.feature_vocab_sizes if parts.features else (),
                 features_embedding_size=model_config.features_embedding_size,
                 features_lstm_units=model_config.features_lstm_units,
+                features_encoder=model_config.features_encoder,
                 word_embedding_size=model_config.word_embedding_size,
                 char_encoder=parts.char_encoder, casing=parts.casing, use_crf=parts.crf,
                 name=model_config.architecture)

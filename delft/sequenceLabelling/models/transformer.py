@@ -46,7 +46,8 @@ class TransformerTagger(SequenceLabeller):
 
     def __init__(self, num_labels, encoder, uses_segments=False, use_crf=True, char_vocab_size=0,
                  char_emb_size=25, char_lstm_units=25, feature_vocab_sizes=(),
-                 features_embedding_size=4, features_lstm_units=4, dropout=HEAD_DROPOUT,
+                 features_embedding_size=4, features_lstm_units=4, features_encoder="concat",
+                 dropout=HEAD_DROPOUT,
                  head_lr_multiplier=1.0,
                  crf_lr_multiplier=1.0, **kwargs):
         # the base's CRF is replaced by one whose learning rate follows the head's
@@ -67,7 +68,8 @@ class TransformerTagger(SequenceLabeller):
         self.char_encoder = (CharEncoder(char_vocab_size, char_emb_size, char_lstm_units,
                                          name="char_encoder") if char_vocab_size else None)
         self.feature_encoder = (FeatureEncoder(self.feature_vocab_sizes, features_embedding_size,
-                                               features_lstm_units, name="feature_encoder")
+                                               features_lstm_units, features_encoder,
+                                               name="feature_encoder")
                                 if self.feature_vocab_sizes else None)
         self.head_dropout = keras.layers.Dropout(dropout)
         self.potentials_layer = ScaledDense(num_labels, self.head_lr_multiplier,
@@ -118,6 +120,7 @@ def build_transformer_model(model_config, preprocessor, parts, dropout=None):
         feature_vocab_sizes=preprocessor.feature_vocab_sizes if parts.features else (),
         features_embedding_size=model_config.features_embedding_size,
         features_lstm_units=model_config.features_lstm_units,
+        features_encoder=model_config.features_encoder,
         dropout=HEAD_DROPOUT if dropout is None else dropout,
         head_lr_multiplier=model_config.head_lr_multiplier,
         crf_lr_multiplier=model_config.crf_lr_multiplier, name=model_config.architecture)
