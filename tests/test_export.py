@@ -216,11 +216,11 @@ def test_chain_crf_names_export_alike(trained_date, tmp_path):
         "BidLSTM_ChainCRF"
 
 
-def tiny_model(sequences, architecture, models_dir):
+def tiny_model(sequences, architecture, models_dir, **options):
     """``date-<architecture>`` trained for one epoch on ``sequences``, saved in ``models_dir``."""
     x, y, f = labelled(sequences)
     model = Sequence(f"date-{architecture}", architecture=architecture, max_epoch=1,
-                     word_lstm_units=8, recurrent_dropout=0.0, seed=1)
+                     word_lstm_units=8, recurrent_dropout=0.0, seed=1, **options)
     model.train(list(x), list(y), list(f) if "FEATURES" in architecture else None)
     model.save(str(models_dir))
     return model, models_dir / f"date-{architecture}"
@@ -235,6 +235,18 @@ def test_cnn_crf_bundle_labels_as_sequence_tag(date_sequences, tmp_path):
     x, _ = split_lines(sequences)
     assert_same_output(java.label_grobid_input(unlabelled_matrix(sequences)),
                        expected_java_output(sequences, model.tag(x)))
+
+
+def test_lstm_features_encoder_bundle_labels_as_sequence_tag(date_sequences, tmp_path):
+    """DeLFT's BiLSTM over the feature columns (``features_encoder="lstm"``) converts too."""
+    model, model_dir = tiny_model(date_sequences[:100], "BidLSTM_CRF_FEATURES", tmp_path,
+                                  features_encoder="lstm")
+    java = JavaOnnxModel(export_onnx_bundle(str(model_dir), str(tmp_path / "features.onnx")))
+    sequences = date_sequences[100:160]
+    x, _, f = labelled(sequences)
+    assert_same_output(java.label_grobid_input(unlabelled_matrix(sequences)),
+                       expected_java_output(sequences, model.tag(list(x), None,
+                                                                 features=list(f))))
 
 
 @pytest.mark.parametrize("architecture,reason", [
