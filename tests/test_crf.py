@@ -106,6 +106,61 @@ def test_log_likelihood_and_viterbi_match_brute_force(num_tags, seed, padded):
         np.testing.assert_allclose(best_scores[b], scores[best], rtol=1e-5, atol=1e-5)
 
 
+# ------------------------------------------------------- DeLFT's ChainCRF, from its definition
+
+def _logsumexp(values, axis):
+    top = values.max(axis=axis, keepdims=True)
+    return np.squeeze(top, axis) + np.log(np.exp(values - top).sum(axis=axis))
+
+
+def delft_chain_crf(x, y, length, U, b_start, b_end):
+    """DeLFT's ChainCRF (Philipp Gross's Keras CRF: crf_layer.py of the TensorFlow line, ported
+    to torch in 1.2's crf_pytorch.ChainCRF) on one sequence, written from its definition in
+    numpy: ``add_boundary_energy`` adds ``b_start`` to the potentials of the first step and
+    ``b_end`` to those of the last valid one; ``path_energy`` is the sum of the path's potentials
+    and of ``U[y_t, y_t+1]``; ``free_energy`` is the log-sum-exp of all paths' energies by its
+    recursion over the steps; the loss is free energy - path energy; decoding is the Viterbi
+    recursion of the energies with back-pointers. Returns (loss, best path, its energy)."""
+    energies = x[:length].astype(np.float64).copy()
+    energies[0] += b_start
+    energies[length - 1] += b_end
+    path_energy = sum(energies[t, y[t]] for t in range(length)) + \
+        sum(U[y[t], y[t + 1]] for t in range(length - 1))
+    alpha = energies[0]
+    for t in range(1, length):
+        alpha = _logsumexp(alpha[:, None] + U, axis=0) + energies[t]
+    free_energy = _logsumexp(alpha, axis=0)
+    delta, pointers = energies[0], []
+    for t in range(1, length):
+        scores = delta[:, None] + U
+        pointers.append(scores.argmax(axis=0))
+        delta = scores.max(axis=0) + energies[t]
+    path = [int(delta.argmax())]
+    for back in reversed(pointers):
+        path.append(int(back[path[-1]]))
+    return free_energy - path_energy, path[::-1], float(delta.max())
+
+
+@pytest.mark.parametrize("num_tags,seed", [(k, seed) for k in (2, 5, 9) for seed in range(3)])
+def test_delft_chain_crf_is_the_same_computation(num_tags, seed):
+    """BidLSTM_ChainCRF(_FEATURES) use our CRF: DeLFT's ChainCRF, with U, b_start and b_end as
+    transitions, start and end transitions, gives the same loss and the same decoding (over
+    sequences of every length, so the end energy sits on each row's last valid step)."""
+    rng = np.random.default_rng(1000 + seed)
+    batch, time = 6, 7
+    pot, tags, lengths = random_case(rng, batch, time, num_tags)
+    crf = make_crf(num_tags, seed)
+    U, b_start, b_end = weights_of(crf)
+    nll = crf.negative_log_likelihood(pot, tags, lengths).numpy()
+    best_tags, best_scores = (t.numpy() for t in crf.decode(pot, lengths))
+    for b in range(batch):
+        n = int(lengths[b])
+        loss, path, energy = delft_chain_crf(pot[b], tags[b], n, U, b_start, b_end)
+        np.testing.assert_allclose(nll[b], loss, rtol=1e-5, atol=1e-4)
+        assert best_tags[b, :n].tolist() == path
+        np.testing.assert_allclose(best_scores[b], energy, rtol=1e-5, atol=1e-4)
+
+
 @pytest.mark.parametrize("num_tags,length", [(1, 3), (2, 4), (3, 3), (4, 2)])
 def test_probabilities_of_all_paths_sum_to_one(num_tags, length):
     rng = np.random.default_rng(num_tags)

@@ -216,6 +216,61 @@ def test_chain_crf_names_export_alike(trained_date, tmp_path):
         "BidLSTM_ChainCRF"
 
 
+def tiny_model(sequences, architecture, models_dir, **options):
+    """``date-<architecture>`` trained for one epoch on ``sequences``, saved in ``models_dir``."""
+    x, y, f = labelled(sequences)
+    model = Sequence(f"date-{architecture}", architecture=architecture, max_epoch=1,
+                     word_lstm_units=8, recurrent_dropout=0.0, seed=1, **options)
+    model.train(list(x), list(y), list(f) if "FEATURES" in architecture else None)
+    model.save(str(models_dir))
+    return model, models_dir / f"date-{architecture}"
+
+
+def test_cnn_crf_bundle_labels_as_sequence_tag(date_sequences, tmp_path):
+    """BidLSTM_CNN_CRF reads words and characters only: its char CNN converts, and GROBID's
+    engine labels as Sequence.tag does."""
+    model, model_dir = tiny_model(date_sequences[:100], "BidLSTM_CNN_CRF", tmp_path)
+    java = JavaOnnxModel(export_onnx_bundle(str(model_dir), str(tmp_path / "cnn.onnx")))
+    sequences = date_sequences[100:160]
+    x, _ = split_lines(sequences)
+    assert_same_output(java.label_grobid_input(unlabelled_matrix(sequences)),
+                       expected_java_output(sequences, model.tag(x)))
+
+
+def test_lstm_features_encoder_bundle_labels_as_sequence_tag(date_sequences, tmp_path):
+    """DeLFT's BiLSTM over the feature columns (``features_encoder="lstm"``) converts too."""
+    model, model_dir = tiny_model(date_sequences[:100], "BidLSTM_CRF_FEATURES", tmp_path,
+                                  features_encoder="lstm")
+    java = JavaOnnxModel(export_onnx_bundle(str(model_dir), str(tmp_path / "features.onnx")))
+    sequences = date_sequences[100:160]
+    x, _, f = labelled(sequences)
+    assert_same_output(java.label_grobid_input(unlabelled_matrix(sequences)),
+                       expected_java_output(sequences, model.tag(list(x), None,
+                                                                 features=list(f))))
+
+
+@pytest.mark.parametrize("architecture,reason", [
+    ("BidLSTM_CNN", "casing class"), ("BidLSTM_CRF_CASING", "casing class"),
+    ("BidGRU_CRF", "GRU")])
+def test_onnx_refuses_casing_and_gru_models_in_one_line(date_sequences, tmp_path, architecture,
+                                                        reason):
+    """Their SavedModel serves them (the casing ids come with the batch), as Sequence.tag."""
+    model, model_dir = tiny_model(date_sequences[:60], architecture, tmp_path / "models")
+    with pytest.raises(ConfigurationError, match=rf"^{architecture}: no ONNX bundle: .*{reason}"):
+        export_model(str(model_dir), str(tmp_path / "refused.onnx"), "onnx")
+    assert not (tmp_path / "refused.onnx").exists()
+    export = tmp_path / "savedmodel"
+    export_model(str(model_dir), str(export), "savedmodel")
+    vocab = json.loads((export / "vocab.json").read_text())
+    assert ("casing" in vocab["inputs"]) == (reason == "casing class")
+    signature = tf.saved_model.load(str(export / "1")).signatures["serving_default"]
+    x, _ = split_lines(date_sequences[60:90])
+    batch = model.p.padded_batch(model.p.encode(x), np.arange(len(x)))
+    tags = signature(**{k: tf.constant(v) for k, v in batch.items()})["tags"].numpy()
+    assert [[vocab["tagIndex"][str(k)] for k in row[:len(s)]] for row, s in zip(tags, x)] == \
+        [[label for _, label in pairs] for pairs in model.tag(x)]
+
+
 def test_model_without_crf_decodes_as_its_argmax(date_sequences, tmp_path):
     """BidLSTM (softmax) gets zero transitions: GROBID's Viterbi is then the per-word argmax."""
     x, y, _ = labelled(date_sequences[:100])

@@ -5,7 +5,9 @@ import keras
 import numpy as np
 import pytest
 
+from delft.sequenceLabelling.layers.bigru import BiGRU
 from delft.sequenceLabelling.layers.bilstm import BiLSTM
+from delft.sequenceLabelling.layers.char_cnn import CharCNN
 from delft.sequenceLabelling.layers.char_encoder import CharEncoder
 from delft.sequenceLabelling.layers.crf import ChainCRF
 from delft.sequenceLabelling.layers.feature_encoder import FeatureEncoder
@@ -41,6 +43,14 @@ CASES = {
                     lambda layer: [layer(CHARS)]),
     "FeatureEncoder": (lambda: FeatureEncoder([4, 5], embedding_size=2),
                        lambda layer: [layer(FEATURES)]),
+    "FeatureEncoder-lstm": (lambda: FeatureEncoder([4, 5], embedding_size=2, lstm_units=3,
+                                                   encoder="lstm"),
+                            lambda layer: [layer(FEATURES)]),
+    "CharCNN": (lambda: CharCNN(vocab_size=10, embedding_size=4, filters=3, kernel_size=3),
+                lambda layer: [layer(CHARS)]),
+    "BiGRU": (lambda: BiGRU(3), lambda layer: [layer(FLOATS, LENGTHS)]),
+    "BiGRU-recurrent-dropout": (lambda: BiGRU(3, recurrent_dropout=0.3),
+                                lambda layer: [layer(FLOATS, LENGTHS)]),
 }
 
 

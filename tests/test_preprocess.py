@@ -58,7 +58,7 @@ def test_vocabularies(fitted):
     assert set(fitted.char_index) == chars | {"<PAD>", "<UNK>"}
     assert sorted(fitted.char_index.values()) == list(range(len(chars) + 2))
     assert set(fitted.label_vocabulary.labels) == {l for seq in Y for l in seq}
-    # column 2 has 9 distinct values (<= 32): categorical; all three columns are kept
+    # column 2 has 9 distinct values (<= 12): categorical; all three columns are kept
     assert fitted.features_indices == [0, 1, 2]
 
 
@@ -67,7 +67,7 @@ def test_feature_columns_with_many_values_are_not_categorical():
     p = WordPreprocessor()
     p.fit([[f"t{i}" for i in range(40)]], [["O"] * 40], features)
     assert p.features_indices == [1]
-    assert p.feature_vocab_sizes == [2 + 2]
+    assert p.feature_vocab_sizes == [12 + 2]  # padding, unseen, room for 12 values
 
 
 def test_unseen_characters_map_to_unk():

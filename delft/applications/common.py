@@ -93,11 +93,13 @@ def model_options(args, rnn_defaults, transformer_defaults):
 
 @dataclass
 class DataSets:
-    """The data of an action, each ``(x, y, f)`` (f may be None) or None when not given."""
+    """The data of an action, each ``(x, y, f)`` (f may be None) or None when not given;
+    ``test_file``: the file ``test`` was read from, whole and in order (errors name its lines)."""
 
     train: Optional[tuple] = None
     valid: Optional[tuple] = None
     test: Optional[tuple] = None
+    test_file: Optional[str] = None
 
 
 def held_out_size(num_sequences, share=0.1):
@@ -190,7 +192,7 @@ def run_action(args, model_name, read_sets: Callable[[], DataSets], sequence_kwa
         if args.action == "tag":
             tag(model)
         else:
-            print_scores(model.eval(*sets.test, multi_gpu=args.multi_gpu))
+            print_scores(evaluate_file(model, sets, args.multi_gpu))
         return
     train, valid, test = sets.train, sets.valid, sets.test
     if args.action == "train_eval" and test is None:
@@ -215,6 +217,18 @@ def run_action(args, model_name, read_sets: Callable[[], DataSets], sequence_kwa
     if args.action == "train_eval":
         print_scores(model.eval(*test, multi_gpu=args.multi_gpu))
     model.save(args.models_dir)
+
+
+def evaluate_file(model, sets, multi_gpu):
+    """``model.eval`` on ``sets.test``; features it was not trained on are a file:line error."""
+    from delft.sequenceLabelling.feature_columns import FeatureColumnsError
+
+    try:
+        return model.eval(*sets.test, multi_gpu=multi_gpu)
+    except FeatureColumnsError as error:
+        if sets.test_file is None:
+            raise
+        raise error.in_file(sets.test_file) from None
 
 
 def print_scores(scores):

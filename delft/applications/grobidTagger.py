@@ -127,7 +127,9 @@ def main(argv=None):
             path = default_input(args.model)
             logging.getLogger(__name__).info("using the newest training file: %s", path)
         data = load_data_and_labels_crf_file(path)
-        return common.DataSets(test=data) if args.action == "eval" else common.DataSets(train=data)
+        if args.action == "eval":
+            return common.DataSets(test=data, test_file=path)
+        return common.DataSets(train=data)
 
     def tag(model):
         model.tag_file(args.input, args.output_format, None, batch_size=args.batch_size,

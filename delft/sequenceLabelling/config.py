@@ -52,9 +52,18 @@ class ModelConfig:
                                       minimum=0.0, maximum=0.99)
     batch_size: int = option(20, "global batch size (training and tagging)", minimum=1)
     features_indices: Optional[List[int]] = option(
-        None, "feature columns to use, e.g. 9-30 or 0,2,5 (default: the categorical ones)")
+        None, "FEATURES architectures: the feature columns to use, counted from the one after "
+              "the token, e.g. 9-18 or 0,2,5 (default: every column with at most "
+              "features-vocabulary-size distinct values)")
+    features_vocabulary_size: int = option(
+        12, "most distinct values of a feature column: the automatic selection keeps the "
+            "columns with no more, and each column has that many ids", minimum=1)
     features_embedding_size: int = option(4, "embedding width of a feature value", minimum=1)
-    features_lstm_units: int = option(4, "units of the features encoder", minimum=1)
+    features_encoder: str = option(
+        "concat", "FEATURES architectures: a token's feature columns as their embeddings "
+                  "concatenated, or read by DeLFT's small BiLSTM over the columns "
+                  "(benchmarks/features.py compares them)", choices=["concat", "lstm"])
+    features_lstm_units: int = option(4, "units of the lstm features encoder", minimum=1)
     transformer_name: Optional[str] = option(
         None, "local Hugging Face checkpoint directory (or registered name)", flag="--transformer")
     window_stride: Optional[int] = option(

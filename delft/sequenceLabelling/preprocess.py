@@ -16,13 +16,16 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
+from delft.sequenceLabelling.casing import CASING_INDEX, casing_class
+from delft.sequenceLabelling.feature_columns import (DEFAULT_FEATURES_VOCABULARY_SIZE,
+                                                     FeatureColumnsError, distinct_values,
+                                                     select_columns)
 from delft.sequenceLabelling.windows import rows_from_windows
 
 logger = logging.getLogger(__name__)
 
 PAD_INDEX = 0
 UNKNOWN_INDEX = 1
-MAX_CATEGORICAL_VALUES = 32
 
 
 @dataclass
@@ -94,17 +97,29 @@ class Preprocessor:
     columns — and what a family's preprocessor provides: ``encode``, ``padded_batch``,
     ``batch_signature``, and JSON persistence with optional resources beside it.
 
+    Feature columns are chosen by :func:`~delft.sequenceLabelling.feature_columns.select_columns`
+    (``features_indices``, or DeLFT's rule of at most ``features_vocabulary_size`` values). Each
+    column has ``features_vocabulary_size + 2`` ids: 0 pads, 1 is an unseen value (reserved:
+    a value met at tagging only), values seen in training from 2, in sorted order. The count of
+    feature columns of the training rows is kept, and tagging input with another count is an
+    error (:class:`FeatureColumnsError`), not columns silently shifted.
+
     Subclasses set ``kind`` (the name saved in ``preprocessor.json``) and ``uses_chars``.
     """
 
     kind = ""
     uses_chars = True
 
-    def __init__(self, max_char_length: int = 30, features_indices: Optional[List[int]] = None):
+    def __init__(self, max_char_length: int = 30, features_indices: Optional[List[int]] = None,
+                 features_vocabulary_size: int = DEFAULT_FEATURES_VOCABULARY_SIZE):
         self.max_char_length = max_char_length
         self.features_indices = features_indices
+        self.features_vocabulary_size = features_vocabulary_size
         self.char_index = {"<PAD>": PAD_INDEX, "<UNK>": UNKNOWN_INDEX}
         self.feature_index: List[dict] = []
+        # feature columns per token in the training rows (several when the training data mixes
+        # feature layouts, as GROBID's table data does)
+        self.feature_widths: List[int] = []
         self.label_vocabulary = LabelVocabulary()
 
     # -- vocabularies -------------------------------------------------------------------------
@@ -120,23 +135,52 @@ class Preprocessor:
         return {"chars": new_chars, "labels": new_labels}
 
     def _fit_features(self, features):
-        num_columns = len(next(seq for seq in features if len(seq))[0])
-        if self.features_indices is None:
-            distinct = [set() for _ in range(num_columns)]
-            for seq in features:
-                for token_features in seq:
-                    for c, value in enumerate(token_features):
-                        distinct[c].add(value)
-            self.features_indices = [c for c in range(num_columns)
-                                     if len(distinct[c]) <= MAX_CATEGORICAL_VALUES]
-            logger.info("categorical feature columns: %s", self.features_indices)
         if not self.feature_index:
-            self.feature_index = [{} for _ in self.features_indices]
-        for seq in features:
-            for token_features in seq:
-                for column, vocab in zip(self.features_indices, self.feature_index):
-                    # ids start at 2: 0 pads, 1 is an unseen value
-                    vocab.setdefault(token_features[column], len(vocab) + 2)
+            self.feature_widths = sorted({len(row) for seq in features for row in seq})
+            distinct = distinct_values(features, self.feature_widths[0])
+            self.features_indices = select_columns(distinct, self.features_indices,
+                                                   self.features_vocabulary_size)
+            self.feature_index = [{value: UNKNOWN_INDEX + 1 + rank
+                                   for rank, value in enumerate(sorted(distinct[column]))}
+                                  for column in self.features_indices]
+        else:  # incremental training: the same columns, new values while there is room
+            self.check_feature_columns(features)
+            self._add_feature_values(features)
+
+    def _add_feature_values(self, features):
+        limit = self.features_vocabulary_size
+        for column, vocab in zip(self.features_indices, self.feature_index):
+            new = sorted({row[column] for seq in features for row in seq} - set(vocab))
+            room = max(limit - len(vocab), 0)
+            for value in new[:room]:
+                vocab[value] = UNKNOWN_INDEX + 1 + len(vocab)
+            if len(new) > room:
+                logger.warning("feature column %d: %d new values beyond features_vocabulary_size "
+                               "(%d) are read as unseen", column, len(new) - room, limit)
+
+    def check_feature_columns(self, features):
+        """Raise :class:`FeatureColumnsError` at the first token whose count of feature columns
+        the model was not trained on."""
+        accepted = set(self.feature_widths)
+        for s, seq in enumerate(features):
+            for t, row in enumerate(seq):
+                if len(row) not in accepted:
+                    raise FeatureColumnsError(s, t, len(row),
+                                              " or ".join(map(str, self.feature_widths)))
+
+    def checked_feature_chunks(self, chunks, path):
+        """The ``(x, f)`` chunks of the file ``path``, in order, as they come; for a model that
+        reads features, a token with another count of feature columns than training is a
+        :class:`DataFormatError` at its line."""
+        first = 0
+        for x, features in chunks:
+            if self.feature_index:
+                try:
+                    self.check_feature_columns(features)
+                except FeatureColumnsError as error:
+                    raise error.in_file(path, first) from None
+            first += len(x)
+            yield x, features
 
     @property
     def num_labels(self) -> int:
@@ -148,7 +192,8 @@ class Preprocessor:
 
     @property
     def feature_vocab_sizes(self) -> List[int]:
-        return [len(v) + 2 for v in self.feature_index]
+        """Ids of each used feature column: padding, unseen, then the values it may hold."""
+        return [self.features_vocabulary_size + UNKNOWN_INDEX + 1] * len(self.feature_index)
 
     def encode_labels(self, y):
         return self.label_vocabulary.encode(y)
@@ -180,6 +225,7 @@ class Preprocessor:
             return {}
         if features is None:
             raise ValueError("this model was trained with features: pass features=")
+        self.check_feature_columns(features)
         encoded = []
         for seq in features:
             array = np.zeros((len(seq), len(self.features_indices)), dtype=np.int32)
@@ -252,6 +298,8 @@ class Preprocessor:
     def to_dict(self) -> dict:
         return {"kind": self.kind, "max_char_length": self.max_char_length,
                 "features_indices": self.features_indices,
+                "features_vocabulary_size": self.features_vocabulary_size,
+                "feature_widths": self.feature_widths,
                 "char_index": self.char_index if self.uses_chars else {},
                 "feature_index": self.feature_index, "labels": self.label_vocabulary.labels}
 
@@ -260,6 +308,9 @@ class Preprocessor:
         if values.get("char_index"):
             self.char_index = dict(values["char_index"])
         self.feature_index = [dict(v) for v in values.get("feature_index", [])]
+        self.feature_widths = list(values.get("feature_widths", []))
+        self.features_vocabulary_size = values.get("features_vocabulary_size",
+                                                   DEFAULT_FEATURES_VOCABULARY_SIZE)
         self.label_vocabulary = LabelVocabulary(values["labels"])
         return self
 
@@ -288,12 +339,14 @@ def _has_feature_columns(features):
 
 
 class WordPreprocessor(Preprocessor):
-    """The RNN family's preprocessor: characters, word vectors (optional), feature columns.
+    """The RNN family's preprocessor: characters, word vectors (optional), casing (optional),
+    feature columns.
 
     Word vectors are looked up in the *whole* vocabulary of ``embeddings`` (a
     :class:`~delft.utilities.Embeddings.Embeddings`, set by ``Sequence`` and not saved with the
     preprocessor: the model folder names the embeddings), once per distinct token of a corpus, as
-    DeLFT and GROBID's Java do: a word unseen in training still gets its pretrained vector.
+    DeLFT and GROBID's Java do: a word unseen in training still gets its pretrained vector. With
+    ``uses_casing`` a batch also carries each word's :func:`casing_class` id (``casing``).
 
     >>> p = WordPreprocessor(max_char_length=5)
     >>> p.fit([["June", "2005"]], [["B-<month>", "B-<year>"]])["labels"]
@@ -305,8 +358,10 @@ class WordPreprocessor(Preprocessor):
 
     kind = "bilstm"
 
-    def __init__(self, max_char_length=30, features_indices=None):
-        super().__init__(max_char_length, features_indices)
+    def __init__(self, max_char_length=30, features_indices=None,
+                 features_vocabulary_size=DEFAULT_FEATURES_VOCABULARY_SIZE, uses_casing=False):
+        super().__init__(max_char_length, features_indices, features_vocabulary_size)
+        self.uses_casing = uses_casing
         self.embeddings = None
 
     def encode(self, x, features=None, window_size=None, window_stride=None):
@@ -324,6 +379,10 @@ class WordPreprocessor(Preprocessor):
             if token_index:
                 table[1:] = self.embeddings.get_word_vectors(list(token_index))
             data["word_vector_table"] = table
+        if self.uses_casing:
+            data["casing_table"] = np.fromiter(
+                [PAD_INDEX] + [CASING_INDEX[casing_class(t)] for t in token_index],
+                dtype=np.int32, count=len(token_index) + 1)
         data.update(self.features_data(features))
         return EncodedCorpus(lengths, *rows_from_windows(lengths, window_size, window_stride),
                              data)
@@ -334,6 +393,8 @@ class WordPreprocessor(Preprocessor):
                  "lengths": corpus.row_length[rows].astype(np.int32)}
         if "word_vector_table" in corpus.data:
             batch["word_vectors"] = corpus.data["word_vector_table"][tokens]
+        if self.uses_casing:
+            batch["casing"] = corpus.data["casing_table"][tokens]
         return self.add_features_and_labels(batch, corpus, rows, tokens.shape[1], label_ids)
 
     def batch_signature(self, with_labels):
@@ -343,9 +404,15 @@ class WordPreprocessor(Preprocessor):
         if self.embeddings is not None:
             signature["word_vectors"] = tf.TensorSpec([None, None, self.embeddings.embed_size],
                                                       tf.float32)
+        if self.uses_casing:
+            signature["casing"] = tf.TensorSpec([None, None], tf.int32)
         return signature
+
+    def to_dict(self):
+        return dict(super().to_dict(), uses_casing=self.uses_casing)
 
     @classmethod
     def from_dict(cls, values):
-        p = cls(values["max_char_length"], values.get("features_indices"))
+        p = cls(values["max_char_length"], values.get("features_indices"),
+                uses_casing=bool(values.get("uses_casing")))
         return p.restore_vocabularies(values)

@@ -276,6 +276,27 @@ def iter_data_crf_file(filepath, chunk_size=5000):
         yield _unlabelled_columns(chunk)
 
 
+def token_line_number(filepath, sequence_index, token_index):
+    """The line of a column file (plain or ``.gz``) holding token ``token_index`` of its sequence
+    ``sequence_index`` (both counted from 0), to place an error found after reading; None when
+    the file has fewer sequences.
+
+    >>> import tempfile
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".crf", delete=False) as out:
+    ...     _ = out.write("a 1\\nb 2\\n\\n\\nc 3\\nd 4\\n")
+    >>> token_line_number(out.name, 1, 1)
+    6
+    """
+    source = str(filepath)
+    opener = gzip.open if source.endswith(".gz") else open
+    with opener(filepath, "rb") as stream:
+        sequences = _iter_column_sequences(_decoded_lines(stream, source), source, 1)
+        for index, (first_line, _) in enumerate(sequences):
+            if index == sequence_index:
+                return first_line + token_index
+    return None
+
+
 def load_data_crf_content(the_file, source=None):
     """``(x, f)`` of an unlabelled GROBID matrix given as a file object or any iterable of lines."""
     source = _source_name(the_file, source)

@@ -54,7 +54,7 @@ class Sequence:
                  lr_schedule="plateau", model_type=None, compute_dtype=None,
                  freeze_word_embeddings=True, features_embedding_size=4, features_lstm_units=4,
                  head_lr_multiplier=50.0, crf_lr_multiplier=500.0, weight_decay=0.01,
-                 warmup_ratio=0.1):
+                 warmup_ratio=0.1, features_vocabulary_size=12, features_encoder="concat"):
         architecture = model_type or architecture
         models.architecture(architecture)  # an unknown name fails here, in one line
         if use_ELMo:
@@ -65,11 +65,13 @@ class Sequence:
             max_char_length=max_char_length, char_lstm_units=char_lstm_units,
             word_lstm_units=word_lstm_units, max_sequence_length=max_sequence_length,
             dropout=dropout, recurrent_dropout=recurrent_dropout, batch_size=batch_size,
-            features_indices=features_indices, transformer_name=transformer_name,
+            features_indices=features_indices,
+            features_vocabulary_size=features_vocabulary_size, transformer_name=transformer_name,
             window_stride=window_stride, compute_dtype=compute_dtype,
             freeze_word_embeddings=freeze_word_embeddings,
             features_embedding_size=features_embedding_size,
-            features_lstm_units=features_lstm_units, head_lr_multiplier=head_lr_multiplier,
+            features_lstm_units=features_lstm_units, features_encoder=features_encoder,
+            head_lr_multiplier=head_lr_multiplier,
             crf_lr_multiplier=crf_lr_multiplier).validated("Sequence")
         self.training_config = TrainingConfig(
             optimizer=optimizer, learning_rate=learning_rate, lr_decay=lr_decay,
@@ -367,7 +369,7 @@ class Sequence:
         """
         from delft.sequenceLabelling import reader
 
-        chunks = _chunks(file_in, input_format, reader)
+        chunks = _chunks(file_in, input_format, reader, self.p)
         first = next(chunks, None)  # opened and its first chunk read before any output
         if first is None:
             raise DataFormatError(file_in, None, "empty: no text to tag")
@@ -457,9 +459,10 @@ class Sequence:
         self.models = [self.model]
 
 
-def _chunks(path, input_format, reader):
+def _chunks(path, input_format, reader, preprocessor):
     if input_format == "crf":
-        for x, features in reader.iter_data_crf_file(path, TAG_FILE_CHUNK):
+        chunks = reader.iter_data_crf_file(path, TAG_FILE_CHUNK)
+        for x, features in preprocessor.checked_feature_chunks(chunks, path):
             yield list(x), list(features)
         return
     texts = []

@@ -17,8 +17,8 @@ import numpy as np
 import tensorflow as tf
 
 from delft.sequenceLabelling.export.common import (VOCAB_FILE, load_model_dir, model_feature_ids,
-                                                   staged_directory, uses_transformer,
-                                                   vocabularies, write_json)
+                                                   staged_directory, vocabularies, write_json)
+from delft.sequenceLabelling.models import architecture
 from delft.utilities.errors import ConfigurationError
 
 logger = logging.getLogger(__name__)
@@ -55,10 +55,10 @@ def export_onnx_bundle(model_dir: str, output: str, max_sequence_length: Optiona
         ConfigurationError: a transformer model, or a ``max_sequence_length`` below 1.
     """
     sequence = sequence or load_model_dir(model_dir)
-    if uses_transformer(sequence):
-        raise ConfigurationError(
-            f"{sequence.model_config.architecture}: no ONNX bundle for the transformer family "
-            "(GROBID's Java ONNX engine reads BiLSTM bundles only); use --format savedmodel")
+    refusal = onnx_refusal(sequence.model_config.architecture)
+    if refusal:
+        raise ConfigurationError(f"{sequence.model_config.architecture}: no ONNX bundle: "
+                                 f"{refusal}; use --format savedmodel")
     config = bundle_config(sequence, max_sequence_length, embeddings_name)
     columns = java_feature_columns(sequence.p)
     encoder = encoder_onnx(sequence, word_embedding_width(sequence), columns)
@@ -70,6 +70,27 @@ def export_onnx_bundle(model_dir: str, output: str, max_sequence_length: Optiona
         write_json(os.path.join(staging, CONFIG_FILE), config)
     logger.info("ONNX bundle of %s written to %s", model_dir, output)
     return os.path.abspath(output)
+
+
+def onnx_refusal(architecture_name: str) -> Optional[str]:
+    """Why the architecture ``architecture_name`` has no ONNX bundle, or None when it has one.
+
+    GROBID's Java engine feeds the encoder words, characters and features only, and runs BiLSTM
+    bundles: a model that reads casing classes cannot be fed, and our GRU (a TensorFlow scan)
+    and the transformers do not convert to its bundle.
+
+    >>> onnx_refusal("BidLSTM_CNN_CRF") is None, onnx_refusal("BidLSTM_CRF_CASING")
+    (True, "it reads each word's casing class, which GROBID's Java engine does not feed")
+    """
+    parts = architecture(architecture_name)
+    if parts.family == "transformer":
+        return ("the transformer family has none (GROBID's Java ONNX engine reads BiLSTM "
+                "bundles only)")
+    if parts.casing:
+        return "it reads each word's casing class, which GROBID's Java engine does not feed"
+    if parts.recurrent == "gru":
+        return "its GRU (a TensorFlow scan) has no conversion to the bundle's ONNX operators"
+    return None
 
 
 # ---- EMBEDDINGS ADAPTATION POINT ------------------------------------------------------------

@@ -14,6 +14,7 @@ import shutil
 
 import tensorflow as tf
 
+from delft.sequenceLabelling.casing import CASING_CLASSES
 from delft.sequenceLabelling.export.common import (VOCAB_FILE, load_model_dir, model_feature_ids,
                                                    staged_directory, uses_transformer,
                                                    vocabularies, write_json)
@@ -101,6 +102,8 @@ def saved_model_vocab(sequence, module: LabellingModule) -> dict:
     vocab["architecture"] = sequence.model_config.architecture
     vocab["signature"] = SIGNATURE
     vocab["inputs"] = {name: _input_note(name) for name in module.input_names}
+    if "casing" in module.input_names:
+        vocab["casingClasses"] = list(CASING_CLASSES)
     if sequence.model_config.embeddings_name:
         vocab["embeddingsName"] = sequence.model_config.embeddings_name
     vocab["outputs"] = {"tags": "int32 [batch, words]: tagIndex ids, 0 past each row's length",
@@ -126,6 +129,8 @@ def _input_note(name: str) -> str:
                     "those columns (counted after the token); 0 for an unseen value",
         "word_vectors": "float32 [batch, words, size]: each word's vector from the embeddings "
                         "named embeddingsName",
+        "casing": "int32 [batch, words]: each word's casingClasses id (DeLFT's casing: numeric, "
+                  "mainly_numeric, allLower, allUpper, initialUpper, contains_digit, other)",
         "input_ids": "int32 [batch, subtokens]: prefixIds, the words' subtokens, suffixIds, padId",
         "token_type_ids": "int32 [batch, subtokens]: zeros",
         "padding_mask": "int32 [batch, subtokens]: 1 on prefix, subtokens and suffix, else 0",

@@ -14,33 +14,48 @@ class Architecture:
     """The parts of an architecture.
 
     Attributes:
-        family: ``"rnn"`` (models/bilstm.py) or ``"transformer"`` (models/transformer.py).
+        family: ``"rnn"`` (models/bilstm.py, models/bigru.py) or ``"transformer"``
+            (models/transformer.py).
         crf: a CRF decodes the labels (else a softmax per word).
         features: the model reads categorical feature columns (GROBID's layout features).
-        chars: the model reads each word's characters (a char BiLSTM).
+        chars: the model reads each word's characters.
+        char_encoder: how the characters of a word are encoded: ``"lstm"`` (a char BiLSTM) or
+            ``"cnn"`` (a char CNN).
+        casing: the model reads each word's casing class (DeLFT's casing embedding).
+        recurrent: the RNN family's word encoder: ``"lstm"`` (one BiLSTM) or ``"gru"`` (two
+            stacked BiGRUs).
     """
 
     family: str
     crf: bool
     features: bool
     chars: bool
+    char_encoder: str = "lstm"
+    casing: bool = False
+    recurrent: str = "lstm"
 
 
-def _rnn(crf, features=False):
-    return Architecture("rnn", crf=crf, features=features, chars=True)
+def _rnn(crf, features=False, char_encoder="lstm", casing=False, recurrent="lstm"):
+    return Architecture("rnn", crf=crf, features=features, chars=True, char_encoder=char_encoder,
+                        casing=casing, recurrent=recurrent)
 
 
 def _transformer(crf, features=False, chars=False):
     return Architecture("transformer", crf=crf, features=features, chars=chars)
 
 
-# ChainCRF is DeLFT's name for the same linear-chain CRF (with start and end transitions)
+# ChainCRF is DeLFT's name for the same linear-chain CRF, with start and end energies
+# (tests/test_crf.py computes DeLFT's ChainCRF from its definition and compares)
 ARCHITECTURES = {
     "BidLSTM": _rnn(crf=False),
     "BidLSTM_CRF": _rnn(crf=True),
     "BidLSTM_ChainCRF": _rnn(crf=True),
     "BidLSTM_CRF_FEATURES": _rnn(crf=True, features=True),
     "BidLSTM_ChainCRF_FEATURES": _rnn(crf=True, features=True),
+    "BidLSTM_CNN": _rnn(crf=False, char_encoder="cnn", casing=True),
+    "BidLSTM_CNN_CRF": _rnn(crf=True, char_encoder="cnn"),
+    "BidGRU_CRF": _rnn(crf=True, recurrent="gru"),
+    "BidLSTM_CRF_CASING": _rnn(crf=True, casing=True),
     "BERT": _transformer(crf=False),
     "BERT_CRF": _transformer(crf=True),
     "BERT_ChainCRF": _transformer(crf=True),
@@ -85,8 +100,10 @@ def new_preprocessor(model_config):
                                        model_config.max_sequence_length,
                                        model_config.window_stride, parts.chars,
                                        model_config.max_char_length,
-                                       model_config.features_indices)
-    return WordPreprocessor(model_config.max_char_length, model_config.features_indices)
+                                       model_config.features_indices,
+                                       model_config.features_vocabulary_size)
+    return WordPreprocessor(model_config.max_char_length, model_config.features_indices,
+                            model_config.features_vocabulary_size, uses_casing=parts.casing)
 
 
 def load_preprocessor(path):
@@ -106,6 +123,10 @@ def build_model(model_config, preprocessor):
     parts = architecture(model_config.architecture)
     if parts.features and not preprocessor.feature_index:
         raise ConfigurationError(f"{model_config.architecture} needs feature columns in the input")
+    if parts.family == "rnn" and parts.recurrent == "gru":
+        from delft.sequenceLabelling.models.bigru import build_bigru
+
+        return build_bigru(model_config, preprocessor, parts)
     if parts.family == "rnn":
         from delft.sequenceLabelling.models.bilstm import build_bilstm
 

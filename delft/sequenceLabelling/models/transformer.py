@@ -46,7 +46,9 @@ class TransformerTagger(SequenceLabeller):
 
     def __init__(self, num_labels, encoder, uses_segments=False, use_crf=True, char_vocab_size=0,
                  char_emb_size=25, char_lstm_units=25, feature_vocab_sizes=(),
-                 features_embedding_size=4, dropout=HEAD_DROPOUT, head_lr_multiplier=1.0,
+                 features_embedding_size=4, features_lstm_units=4, features_encoder="concat",
+                 dropout=HEAD_DROPOUT,
+                 head_lr_multiplier=1.0,
                  crf_lr_multiplier=1.0, **kwargs):
         # the base's CRF is replaced by one whose learning rate follows the head's
         super().__init__(num_labels, use_crf=False, **kwargs)
@@ -66,6 +68,7 @@ class TransformerTagger(SequenceLabeller):
         self.char_encoder = (CharEncoder(char_vocab_size, char_emb_size, char_lstm_units,
                                          name="char_encoder") if char_vocab_size else None)
         self.feature_encoder = (FeatureEncoder(self.feature_vocab_sizes, features_embedding_size,
+                                               features_lstm_units, features_encoder,
                                                name="feature_encoder")
                                 if self.feature_vocab_sizes else None)
         self.head_dropout = keras.layers.Dropout(dropout)
@@ -116,6 +119,8 @@ def build_transformer_model(model_config, preprocessor, parts, dropout=None):
         char_emb_size=model_config.char_emb_size, char_lstm_units=model_config.char_lstm_units,
         feature_vocab_sizes=preprocessor.feature_vocab_sizes if parts.features else (),
         features_embedding_size=model_config.features_embedding_size,
+        features_lstm_units=model_config.features_lstm_units,
+        features_encoder=model_config.features_encoder,
         dropout=HEAD_DROPOUT if dropout is None else dropout,
         head_lr_multiplier=model_config.head_lr_multiplier,
         crf_lr_multiplier=model_config.crf_lr_multiplier, name=model_config.architecture)

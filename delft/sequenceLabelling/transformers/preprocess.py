@@ -10,6 +10,7 @@ import os
 
 import numpy as np
 
+from delft.sequenceLabelling.feature_columns import DEFAULT_FEATURES_VOCABULARY_SIZE
 from delft.sequenceLabelling.preprocess import EncodedCorpus, Preprocessor, batch_width
 from delft.sequenceLabelling.transformers.checkpoint import (ENCODER_LIMIT, check_checkpoint,
                                                              encoder_positions, load_tokenizer,
@@ -41,8 +42,9 @@ class TransformerPreprocessor(Preprocessor):
     kind = "transformer"
 
     def __init__(self, transformer_name, max_sequence_length=ENCODER_LIMIT, window_stride=None,
-                 use_chars=False, max_char_length=30, features_indices=None):
-        super().__init__(max_char_length, features_indices)
+                 use_chars=False, max_char_length=30, features_indices=None,
+                 features_vocabulary_size=DEFAULT_FEATURES_VOCABULARY_SIZE):
+        super().__init__(max_char_length, features_indices, features_vocabulary_size)
         self.transformer_name = transformer_name
         self.transformer_dir = None
         # weights come from the checkpoint when training starts, from model.weights.h5 once saved
