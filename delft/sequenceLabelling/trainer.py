@@ -4,6 +4,7 @@ One step on N replicas equals one step on one device for the same global batch: 
 loss is its rows' summed negative log-likelihood divided by the *global* batch size, gradients are
 summed across replicas, clipped by their global norm, and applied once (see doc/multi-gpu.md).
 """
+import contextlib
 import logging
 import sys
 import time
@@ -15,9 +16,11 @@ import numpy as np
 import tensorflow as tf
 
 from delft.sequenceLabelling import evaluation
+from delft.sequenceLabelling.checkpoints import EpochCheckpoints, TrainingProgress, run_directly
 from delft.sequenceLabelling.batching import (ReplicaFeeder, batches_per_epoch, global_batch_size,
                                               length_bucketed_batches, prefetched)
 from delft.sequenceLabelling.tagger import Predictor
+from delft.utilities import devices
 
 logger = logging.getLogger(__name__)
 
@@ -117,10 +120,17 @@ class Trainer:
             self.optimizer.build(self.model.trainable_variables)
 
     # -- epochs -------------------------------------------------------------------------------
-    def train(self, train_corpus, train_labels, valid_corpus=None, valid_labels=None):
-        """Train; with a validation set, stop early on its micro-F1 and restore the best weights."""
+    def train(self, train_corpus, train_labels, valid_corpus=None, valid_labels=None,
+              checkpoint_dir=None):
+        """Train; with a validation set, stop early on its micro-F1 and restore the best weights.
+
+        With ``checkpoint_dir``, each epoch ends with a checkpoint there, and a checkpoint left by
+        an interrupted run of the same training is resumed from unless ``config.resume`` is False
+        (:mod:`delft.sequenceLabelling.checkpoints`).
+        """
         config = self.config
-        rng = np.random.default_rng(config.seed)
+        seed = devices.common_seed(self.strategy, config.seed)
+        rng = np.random.default_rng(seed)
         steps = batches_per_epoch(train_corpus.num_rows, self.batch_size)
         if self.optimizer is None:
             self.build_optimizer(steps)
@@ -128,37 +138,60 @@ class Trainer:
             predictor = Predictor(self.model, self.preprocessor, self.strategy)
             valid_truth = [self.preprocessor.decode_labels(ids) for ids in valid_labels]
         state = EarlyStopping()
-        for epoch in range(1, config.max_epoch + 1):
-            start = time.perf_counter()
-            record = {"epoch": epoch,
-                      "loss": self._run_epoch(train_corpus, train_labels, rng, epoch, steps),
-                      "learning_rate": self._current_learning_rate()}
-            if valid_corpus is not None:
-                predicted, _ = predictor.predict(valid_corpus, self.batch_size)
-                record["val_f1"] = evaluation.f1_score(
-                    valid_truth, [self.preprocessor.decode_labels(ids) for ids in predicted])
-            record["seconds"] = time.perf_counter() - start
-            self.history.append(record)
-            logger.info(format_epoch(record, config.max_epoch))
-            if self._should_stop(record, state):
-                break
+        progress = TrainingProgress(rng, state, {"rows": int(train_corpus.num_rows),
+                                                 "batch_size": self.batch_size, "seed": seed})
+        self.history = progress.history
+        checkpoints = None
+        if checkpoint_dir:
+            checkpoints = EpochCheckpoints(checkpoint_dir, self.strategy, self.model,
+                                           self.optimizer, progress)
+            checkpoints.restore(config.resume)
+        guard = checkpoints.preemption_guard() if checkpoints else contextlib.nullcontext(run_directly)
+        with guard as run_step:
+            for epoch in range(progress.next_epoch, config.max_epoch + 1):
+                if progress.finished:
+                    break
+                start = time.perf_counter()
+                record = {"epoch": epoch,
+                          "loss": self._run_epoch(train_corpus, train_labels, progress, epoch,
+                                                  steps, run_step),
+                          "learning_rate": self._current_learning_rate()}
+                if valid_corpus is not None:
+                    predicted, _ = predictor.predict(valid_corpus, self.batch_size)
+                    record["val_f1"] = evaluation.f1_score(
+                        valid_truth, [self.preprocessor.decode_labels(ids) for ids in predicted])
+                record["seconds"] = time.perf_counter() - start
+                self.history.append(record)
+                logger.info(format_epoch(record, config.max_epoch))
+                stop = self._should_stop(record, state)
+                progress.end_epoch(epoch, finished=stop or epoch == config.max_epoch)
+                if checkpoints:
+                    checkpoints.save()
+                if stop:
+                    break
         if state.best_weights is not None:
             self.model.set_weights(state.best_weights)
             logger.info("restored the weights of epoch %d (validation F1 %.4f)", state.best_epoch,
                         state.best_f1)
         return self.history
 
-    def _run_epoch(self, corpus, label_ids, rng, epoch, steps):
-        """One pass over ``corpus`` in a fresh random order; the mean loss per row."""
-        batches = length_bucketed_batches(corpus.row_width, self.batch_size, rng)
-        slices = (self.feeder.slices(corpus, rows, label_ids) for rows in batches)
-        total = 0.0
+    def _run_epoch(self, corpus, label_ids, progress, epoch, steps, run_step):
+        """One pass over ``corpus`` in a fresh random order; the mean loss per row.
+
+        A run resumed in the middle of an epoch draws that epoch's order again from the state
+        the checkpoint kept and skips the steps already applied.
+        """
+        progress.begin_epoch()
+        batches = length_bucketed_batches(corpus.row_width, self.batch_size, progress.rng)
+        done = progress.steps_done
+        slices = (self.feeder.slices(corpus, rows, label_ids) for rows in batches[done:])
         with progress_bar(steps, f"epoch {epoch}") as bar:
+            bar.update(done)
             for parts in prefetched(slices):
-                loss, rows = (float(value) for value in self._train_step(parts))
-                total += loss * rows
+                loss, rows = (float(value) for value in run_step(self._train_step, parts))
+                progress.step_done(loss * rows)
                 bar.update(1)
-        return total / corpus.num_rows
+        return progress.loss_sum / corpus.num_rows
 
     def _should_stop(self, record, state):
         """Update the schedule and early stopping after an epoch; True to stop training."""
