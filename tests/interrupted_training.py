@@ -16,8 +16,8 @@ import time
 STARTED = time.time()
 
 
-def main():
-    spec, timing_file, separator, *argv = sys.argv[1:]
+def main(argv=None):
+    spec, timing_file, separator, *argv = argv or sys.argv[1:]
     assert separator == "--", __doc__
     import delft  # noqa: F401  (logical devices before TensorFlow starts)
     from delft.applications import grobidTagger
@@ -48,4 +48,6 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from delft.applications.common import command_for
+
+    command_for(main)()  # ends as the CLI command does (no interpreter teardown)

@@ -53,6 +53,7 @@ from delft.utilities.errors import ConfigurationError
 logger = logging.getLogger(__name__)
 
 CHECKPOINTS_SUFFIX = ".checkpoints"
+PROGRESS_KEY = "progress/.ATTRIBUTES/py_state"  # where tf.train.Checkpoint keeps PythonState
 PREEMPTED_EXIT_CODE = 143  # 128 + SIGTERM, what the scheduler expects of a process it ended
 
 
@@ -88,7 +89,6 @@ class TrainingProgress(tf.train.experimental.PythonState):
         self.loss_sum = 0.0
         self.history = []
         self.finished = False
-        self.restored_identity = None
 
     def begin_epoch(self):
         """Before an epoch draws its order: what a checkpoint made during it starts from."""
@@ -116,7 +116,6 @@ class TrainingProgress(tf.train.experimental.PythonState):
 
     def deserialize(self, text):
         values = json.loads(text)
-        self.restored_identity = values["identity"]
         self.next_epoch = values["next_epoch"]
         self.epoch_rng_state = values["epoch_rng_state"]
         self.rng.bit_generator.state = values["epoch_rng_state"]
@@ -155,12 +154,16 @@ class EpochCheckpoints:
                 logger.info("--no-resume: removed the checkpoints of an earlier run in %s",
                             self.directory)
             devices.wait_for_workers(self.strategy)  # nobody reads what the chief removes
+            # a manager reads the directory when made: this one knows it is empty
+            self.manager = tf.train.CheckpointManager(self.checkpoint, self.directory,
+                                                      max_to_keep=1)
             return False
         latest = self.manager.latest_checkpoint
         self._check_workers_agree(latest)
         if latest is None:
             return False
         start = time.perf_counter()
+        self._check_same_training(latest)
         try:
             # what the checkpoint has beyond this object graph (the preemption handler's step
             # count) is restored when the handler attaches it
@@ -170,13 +173,6 @@ class EpochCheckpoints:
             raise ConfigurationError(f"{latest}: a checkpoint of another model ({first_line}); "
                                      "--no-resume starts afresh") from None
         progress = self.progress
-        if progress.restored_identity != progress.identity:
-            differences = ", ".join(
-                f"{key} {progress.restored_identity.get(key)} there, {value} here"
-                for key, value in progress.identity.items()
-                if progress.restored_identity.get(key) != value)
-            raise ConfigurationError(f"{latest}: a checkpoint of another training ({differences}); "
-                                     "--no-resume starts afresh")
         if progress.early_stopping.best_epoch:
             progress.early_stopping.best_weights = [v.numpy() for v in self.best_weights]
             self._best_weights_saved = progress.early_stopping.best_weights
@@ -185,6 +181,22 @@ class EpochCheckpoints:
                     "%.2f s)", latest, progress.next_epoch - 1, progress.next_epoch, where,
                     time.perf_counter() - start)
         return True
+
+    def _check_same_training(self, latest):
+        """Refuse, before anything is restored, a checkpoint whose data order is another's."""
+        try:
+            saved = json.loads(tf.train.load_checkpoint(latest).get_tensor(PROGRESS_KEY))
+        except (tf.errors.OpError, ValueError) as error:
+            raise ConfigurationError(f"{latest}: not a checkpoint of delft's training "
+                                     f"({str(error).strip().splitlines()[0]}); --no-resume starts "
+                                     "afresh") from None
+        identity = self.progress.identity
+        if saved["identity"] != identity:
+            differences = ", ".join(f"{key} {saved['identity'].get(key)} there, {value} here"
+                                    for key, value in identity.items()
+                                    if saved["identity"].get(key) != value)
+            raise ConfigurationError(f"{latest}: a checkpoint of another training ({differences}); "
+                                     "--no-resume starts afresh")
 
     def _check_workers_agree(self, latest):
         """Each worker reads the chief's directory: they must find the same checkpoint."""
@@ -234,8 +246,8 @@ class EpochCheckpoints:
 
     def _exit_preempted(self):
         progress = self.progress
-        logger.warning("SIGTERM: checkpoint saved in %s at step %d of epoch %d; the same command "
-                       "resumes from it", self.directory, progress.steps_done, progress.next_epoch)
+        logger.warning("SIGTERM: checkpoint saved in %s after %d step(s) of epoch %d; the same "
+                       "command resumes from it", self.directory, progress.steps_done, progress.next_epoch)
         logging.shutdown()
         sys.exit(PREEMPTED_EXIT_CODE)
 
