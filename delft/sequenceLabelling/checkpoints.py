@@ -88,7 +88,7 @@ class TrainingProgress(tf.train.experimental.PythonState):
         self.steps_done = 0
         self.loss_sum = 0.0
         self.history = []
-        self.finished = False
+        self.stopped_early = False
 
     def begin_epoch(self):
         """Before an epoch draws its order: what a checkpoint made during it starts from."""
@@ -98,12 +98,12 @@ class TrainingProgress(tf.train.experimental.PythonState):
         self.steps_done += 1
         self.loss_sum += loss_times_rows
 
-    def end_epoch(self, epoch, finished):
+    def end_epoch(self, epoch, stopped_early):
         self.next_epoch = epoch + 1
         self.steps_done = 0
         self.loss_sum = 0.0
         self.epoch_rng_state = self.rng.bit_generator.state
-        self.finished = finished
+        self.stopped_early = stopped_early
 
     def serialize(self):
         counters = {f.name: getattr(self.early_stopping, f.name)
@@ -111,7 +111,7 @@ class TrainingProgress(tf.train.experimental.PythonState):
         return json.dumps({"identity": self.identity, "next_epoch": self.next_epoch,
                            "epoch_rng_state": self.epoch_rng_state,
                            "steps_done": self.steps_done, "loss_sum": self.loss_sum,
-                           "history": self.history, "finished": self.finished,
+                           "history": self.history, "stopped_early": self.stopped_early,
                            "early_stopping": counters})
 
     def deserialize(self, text):
@@ -122,7 +122,7 @@ class TrainingProgress(tf.train.experimental.PythonState):
         self.steps_done = values["steps_done"]
         self.loss_sum = values["loss_sum"]
         self.history[:] = values["history"]
-        self.finished = values["finished"]
+        self.stopped_early = values["stopped_early"]
         for name, value in values["early_stopping"].items():
             setattr(self.early_stopping, name, value)
 
@@ -176,10 +176,13 @@ class EpochCheckpoints:
         if progress.early_stopping.best_epoch:
             progress.early_stopping.best_weights = [v.numpy() for v in self.best_weights]
             self._best_weights_saved = progress.early_stopping.best_weights
-        where = f" at step {progress.steps_done + 1} of it" if progress.steps_done else ""
-        logger.info("resuming from %s: %d epoch(s) done, going on with epoch %d%s (restored in "
-                    "%.2f s)", latest, progress.next_epoch - 1, progress.next_epoch, where,
-                    time.perf_counter() - start)
+        if progress.stopped_early:
+            going_on = "early stopping had ended the training: its best weights are kept"
+        else:
+            going_on = f"going on with epoch {progress.next_epoch}" + (
+                f" at step {progress.steps_done + 1} of it" if progress.steps_done else "")
+        logger.info("resuming from %s: %d epoch(s) done, %s (restored in %.2f s)", latest,
+                    progress.next_epoch - 1, going_on, time.perf_counter() - start)
         return True
 
     def _check_same_training(self, latest):

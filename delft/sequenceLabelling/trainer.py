@@ -25,15 +25,28 @@ from delft.utilities import devices
 logger = logging.getLogger(__name__)
 
 
-def make_optimizer(training_config, total_steps, uses_transformer):
-    """Adam for the RNN family; AdamW with 10% linear warm-up then linear decay for transformers."""
+def make_optimizer(training_config, total_steps, uses_transformer, loss_scaling=False):
+    """Adam for the RNN family; AdamW with 10% linear warm-up then linear decay for transformers.
+
+    ``loss_scaling`` (a model computing in float16) wraps it in Keras' dynamic
+    ``LossScaleOptimizer``: small float16 gradients do not vanish, and a step whose scaled
+    gradients overflow is skipped with a smaller scale.
+    """
     learning_rate = training_config.resolved_learning_rate(uses_transformer)
     if uses_transformer:
         warmup = max(1, int(total_steps * training_config.warmup_ratio))
         schedule = WarmupLinearDecay(learning_rate, warmup, max(total_steps, warmup + 1))
-        return keras.optimizers.AdamW(learning_rate=schedule,
-                                      weight_decay=training_config.weight_decay)
-    return keras.optimizers.Adam(learning_rate=learning_rate)
+        optimizer = keras.optimizers.AdamW(learning_rate=schedule,
+                                           weight_decay=training_config.weight_decay)
+    else:
+        optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
+    return keras.optimizers.LossScaleOptimizer(optimizer) if loss_scaling else optimizer
+
+
+def computes_in_float16(model):
+    """Whether a layer of ``model`` computes in float16 (``compute_dtype="mixed_float16"``)."""
+    return any(layer.dtype_policy.compute_dtype == "float16"
+               for layer in model._flatten_layers(include_self=True, recursive=True))
 
 
 @keras.saving.register_keras_serializable(package="delft")
@@ -83,6 +96,7 @@ class Trainer:
         self.strategy = strategy
         self.batch_size = global_batch_size(batch_size, strategy.num_replicas_in_sync)
         self.uses_transformer = uses_transformer
+        self.loss_scaling = computes_in_float16(model)
         self.optimizer = None
         self.history = []
         self.feeder = ReplicaFeeder(strategy, preprocessor)
@@ -92,15 +106,19 @@ class Trainer:
     # -- one step -----------------------------------------------------------------------------
     def _replica_step(self, batch):
         variables = self.model.trainable_variables
+        # with loss scaling, gradients stay scaled until the LossScaleOptimizer divides them:
+        # clipping the scaled ones at scale x the norm is clipping the true ones at the norm
+        scale = self.optimizer.dynamic_scale if self.loss_scaling else 1.0
         with tf.GradientTape() as tape:
             potentials = self.model(batch, training=True)
             losses = self.model.loss_per_example(batch, potentials) * batch["weights"]
             loss = tf.reduce_sum(losses) / tf.cast(batch["global_count"], tf.float32)
-        gradients = [tf.convert_to_tensor(g) for g in tape.gradient(loss, variables)]
+            scaled_loss = loss * scale if self.loss_scaling else loss
+        gradients = [tf.convert_to_tensor(g) for g in tape.gradient(scaled_loss, variables)]
         context = tf.distribute.get_replica_context()
         gradients = context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)
         if self.config.clip_gradients:
-            gradients, _ = tf.clip_by_global_norm(gradients, self.config.clip_gradients)
+            gradients, _ = tf.clip_by_global_norm(gradients, self.config.clip_gradients * scale)
         # the optimizer sums across replicas again: hand it 1/N of the already summed gradient
         share = 1.0 / context.num_replicas_in_sync
         self.optimizer.apply_gradients([(g * share, v) for g, v in zip(gradients, variables)])
@@ -116,7 +134,7 @@ class Trainer:
     def build_optimizer(self, steps_per_epoch):
         with self.strategy.scope():
             self.optimizer = make_optimizer(self.config, steps_per_epoch * self.config.max_epoch,
-                                            self.uses_transformer)
+                                            self.uses_transformer, self.loss_scaling)
             self.optimizer.build(self.model.trainable_variables)
 
     # -- epochs -------------------------------------------------------------------------------
@@ -149,7 +167,7 @@ class Trainer:
         guard = checkpoints.preemption_guard() if checkpoints else contextlib.nullcontext(run_directly)
         with guard as run_step:
             for epoch in range(progress.next_epoch, config.max_epoch + 1):
-                if progress.finished:
+                if progress.stopped_early:
                     break
                 start = time.perf_counter()
                 record = {"epoch": epoch,
@@ -164,7 +182,7 @@ class Trainer:
                 self.history.append(record)
                 logger.info(format_epoch(record, config.max_epoch))
                 stop = self._should_stop(record, state)
-                progress.end_epoch(epoch, finished=stop or epoch == config.max_epoch)
+                progress.end_epoch(epoch, stopped_early=stop)
                 if checkpoints:
                     checkpoints.save()
                 if stop:
