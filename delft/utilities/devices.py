@@ -9,6 +9,7 @@ The strategy is made once per process and reused: every module receives it from 
 creates its own, and none asks which kind it got: what differs between workers is answered here
 (:func:`is_chief`, :func:`common_seed`, :func:`wait_for_workers`).
 """
+import itertools
 import json
 import logging
 import os
@@ -26,6 +27,7 @@ CROSS_DEVICE_OPS = ("nccl", "hierarchical_copy", "reduce_to_one", "ring")
 logger = logging.getLogger(__name__)
 
 _strategies = {}
+_meetings = itertools.count()  # wait_for_workers: every worker calls it in the same order
 
 
 def requested_cpu_replicas() -> int:
@@ -283,9 +285,41 @@ def common_seed(strategy, seed):
 
 def wait_for_workers(strategy):
     """Return once every worker has called this (nothing to wait for with one worker): the chief
-    finishes writing before the others exit, and no worker leaves while a peer still needs it."""
-    if worker_count(strategy) > 1:
-        _every_replica_value(strategy, 1)
+    finishes writing before the others go on, and the chief returns last, so that a process may
+    exit right after it.
+
+    A collective cannot end a run: the worker whose part completes first may exit while a peer
+    still fetches from it ("Socket closed"). This meeting goes through the keys of TensorFlow's
+    coordination service, which the chief hosts: the others say they arrived, wait for the
+    chief's go, and say they have it (that last word may find the chief gone: nothing is lost);
+    the chief waits for both words from all of them.
+    """
+    if worker_count(strategy) == 1:
+        return
+    import tensorflow as tf
+    from tensorflow.python.eager import context  # the coordination service: no public API
+
+    service = context.context()
+    resolver = strategy.cluster_resolver
+    meeting = f"delft/wait/{next(_meetings)}"
+    if not is_chief(strategy):
+        me = f"{resolver.task_type}-{resolver.task_id}"
+        service.set_config_key_value(f"{meeting}/arrived/{me}", "1")
+        service.get_config_key_value(f"{meeting}/go")
+        try:
+            service.set_config_key_value(f"{meeting}/left/{me}", "1")
+        except tf.errors.OpError:
+            pass  # the chief heard it and has gone
+        return
+    spec = resolver.cluster_spec().as_dict()
+    others = [f"{job}-{index}" for job in ("chief", "worker")
+              for index in range(len(spec.get(job, [])))
+              if (job, index) != (resolver.task_type, resolver.task_id)]
+    for word in ("arrived", "left"):
+        for other in others:
+            service.get_config_key_value(f"{meeting}/{word}/{other}")
+        if word == "arrived":
+            service.set_config_key_value(f"{meeting}/go", "1")
 
 
 def all_workers_agree(strategy, value):
