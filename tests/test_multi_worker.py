@@ -7,7 +7,6 @@ TF_CONFIG, or by the variables srun sets (TF's SlurmClusterResolver).
 import json
 import sys
 import textwrap
-from pathlib import Path
 
 import h5py
 import numpy as np
@@ -179,6 +178,39 @@ def test_two_loopback_workers_train_as_one_process(tmp_path, date_corpus_path):
                                                              rel=1e-4)
     two, one = weights_of(outputs[0] / MODEL_NAME), weights_of(outputs[2] / MODEL_NAME)
     assert two.keys() == one.keys()
+    difference = max(np.linalg.norm(two[k] - one[k]) / max(np.linalg.norm(one[k]), 1e-12)
+                     for k in one)
+    assert difference < 1e-4, difference
+
+
+def test_two_workers_resume_what_one_process_left(tmp_path, date_corpus_path):
+    """A run killed (SIGKILL) in epoch 3 leaves the epoch-2 checkpoint in --output; two workers
+    sharing that folder (a shared filesystem) both restore it, train epochs 3-4 and end with the
+    uninterrupted one-process run's weights (1e-4 relative): the checkpoint holds no trace of the
+    device count, only the global batch, the seed and the data order."""
+    data = tmp_path / "date-slice.train"
+    data.write_text("\n\n".join("\n".join(s) for s in crf_sequences(date_corpus_path, 300)) + "\n")
+    driver = REPO_ROOT / "tests" / "interrupted_training.py"
+
+    def command(output, interrupt="none", *extra):
+        return [sys.executable, str(driver), interrupt, "-", "--", "date", "train", "--input",
+                str(data), "--output", str(output), "--max-epoch", "4", "--seed", "1",
+                "--batch-size", "20", "--dropout", "0", "--recurrent-dropout", "0", *extra]
+
+    shared, reference = tmp_path / "shared", tmp_path / "reference"
+    killed, uninterrupted = run_workers([command(shared, "SIGKILL:3:4"), command(reference)],
+                                        [subprocess_env()] * 2, cwd=tmp_path, timeout=300)
+    assert killed.returncode == -9 and uninterrupted.returncode == 0, uninterrupted.stderr[-3000:]
+    ports = free_ports(2)
+    workers = run_workers([command(shared, "none", "--multi-gpu")] * 2,
+                          [subprocess_env(TF_CONFIG=tf_config(ports, i)) for i in range(2)],
+                          cwd=tmp_path, timeout=420)
+    for worker in workers:
+        assert worker.returncode == 0, "\n---\n".join(w.stderr[-3000:] for w in workers)
+        assert "2 epoch(s) done, going on with epoch 3 (restored in" in worker.stderr
+        assert "MultiWorkerMirroredStrategy: 2 workers" in worker.stderr
+    assert sorted(p.name for p in shared.iterdir()) == [MODEL_NAME]  # checkpoints removed
+    two, one = weights_of(shared / MODEL_NAME), weights_of(reference / MODEL_NAME)
     difference = max(np.linalg.norm(two[k] - one[k]) / max(np.linalg.norm(one[k]), 1e-12)
                      for k in one)
     assert difference < 1e-4, difference

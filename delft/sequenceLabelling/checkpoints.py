@@ -5,21 +5,25 @@ A checkpoint is one ``tf.train.Checkpoint`` kept by a ``tf.train.CheckpointManag
 
 - the model's variables (weights, and the seed state of its dropout layers) and the optimizer's
   (moments, iteration count, learning rate: the state of the plateau and exponential schedules;
-  the transformers' warm-up/decay schedule is a function of the iteration count);
+  the transformers' warm-up/decay schedule is a function of the iteration count; the loss scale);
 - the best weights so far, which early stopping restores at the end;
-- :class:`TrainingProgress`, a ``tf.train.experimental.PythonState``: the epoch to run next, the
-  state of the numpy Generator its data order is drawn from, the steps of that epoch already
+- the :class:`TrainingProgress` (a ``tf.train.experimental.PythonState``): the epoch to run next,
+  the state of the numpy Generator its data order is drawn from, the steps of that epoch already
   applied and their summed loss, early stopping's counters, the history, and what the data order
-  depends on (rows, global batch, seed), so that a checkpoint of another run is refused.
+  depends on (rows, global batch, seed), so that a checkpoint of another training is refused.
 
 The same training run again restores the latest checkpoint, says so, and goes on: epochs continue
 (the history is kept), the data order is the one the uninterrupted run draws, and the final
 weights are those of an uninterrupted run. ``resume=False`` (``--no-resume``) removes it first.
 
+A save costs the training a snapshot (the variables copied to host variables in one compiled
+call); the checkpoint is written from it in a background thread while the next epoch trains
+(``benchmarks/checkpoint_overhead.py`` measures both).
+
 What covers which end of a process:
 
-- SIGKILL, a crash, a lost node: nothing can run at that moment; the per-epoch checkpoint is what
-  is left, and at most one epoch is done again.
+- SIGKILL, a crash, a lost node: nothing can run at that moment; the last complete epoch-end
+  checkpoint is what is left, and at most one epoch is done again.
 - SIGTERM (what a scheduler sends before it kills: SLURM at the time limit or with ``--signal``,
   preemptible VMs, ``docker stop``): ``tf.distribute.experimental.PreemptionCheckpointHandler``
   wraps every step; at the next step boundary (agreed between the workers through TF's
@@ -27,10 +31,11 @@ What covers which end of a process:
   process exits with code 143. Only a process's main thread can catch a signal: run from another
   thread (GROBID's JEP interpreters) the handler is not installed, and per-epoch checkpoints remain.
 
-With several workers the chief writes the checkpoints; as TF's multi-worker recipe requires,
-every worker saves (a save may need all of them), the others into a temporary directory that is
-removed at once. Every worker restores from the chief's directory: it must be on a filesystem
-they share (they check that they resume from the same epoch).
+With several workers the chief alone writes: a snapshot is the worker's own copy of the mirrored
+variables, so writing it needs no collective (the reason TF's recipe has every worker save, the
+others into a temporary directory, is a save that reads distributed variables). Every worker
+restores from the chief's directory: it must be on a filesystem they share (they check that they
+resume from the same checkpoint).
 """
 import contextlib
 import dataclasses
@@ -40,10 +45,10 @@ import os
 import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -73,8 +78,8 @@ def remove_checkpoints(directory, strategy):
         logger.info("checkpoints removed: %s", directory)
 
 
-class TrainingProgress(tf.train.experimental.PythonState):
-    """Where training stands, as the checkpoint stores it (JSON).
+class TrainingProgress:
+    """Where training stands; the checkpoint stores it as JSON (:class:`SavedProgress`).
 
     ``early_stopping`` is the trainer's dataclass; its fields other than the weights are kept.
     """
@@ -127,18 +132,60 @@ class TrainingProgress(tf.train.experimental.PythonState):
             setattr(self.early_stopping, name, value)
 
 
+class SavedProgress(tf.train.experimental.PythonState):
+    """The progress as it stood at the last snapshot: the checkpoint is written after it, in a
+    background thread, while training goes on."""
+
+    def __init__(self, progress):
+        self.progress = progress
+        self.text = progress.serialize()
+
+    def serialize(self):
+        return self.text
+
+    def deserialize(self, string_value):
+        self.text = string_value.decode() if isinstance(string_value, bytes) else string_value
+        self.progress.deserialize(self.text)
+
+
 class EpochCheckpoints:
-    """The checkpoints of one training run in ``directory`` (see the module's docstring)."""
+    """The checkpoints of one training run in ``directory`` (see the module's docstring).
+
+    A save takes a snapshot (one compiled copy of the model's and the optimizer's variables into
+    host variables) and writes it with ``CheckpointManager.save`` in a
+    background thread while the next epoch trains; the next save, a SIGTERM save and the end of
+    training wait for that write. The snapshot is this worker's own copy, so a save needs no other
+    worker: with several workers the chief alone writes. Restoring reads the checkpoint into the
+    snapshot variables and assigns them to the model and the optimizer.
+    """
 
     def __init__(self, directory, strategy, model, optimizer, progress):
         self.directory = directory
         self.strategy = strategy
         self.progress = progress
         self._best_weights_saved = None
-        self.best_weights = [tf.Variable(np.zeros(w.shape, w.dtype), trainable=False)
-                             for w in model.get_weights()]
-        self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer,
-                                              best_weights=self.best_weights, progress=progress)
+        self._writer = None
+        self._write_error = None
+        self.live = {"model": [_tensorflow_variable(v) for v in model.variables],
+                     "optimizer": [_tensorflow_variable(v) for v in optimizer.variables]}
+        with tf.device("CPU:0"):  # host copies: no accelerator memory taken
+            self.snapshot = {part: [tf.Variable(tf.zeros(v.shape, v.dtype), trainable=False)
+                                    for v in variables]
+                             for part, variables in self.live.items()}
+            self.best_weights = [tf.Variable(np.zeros(w.shape, w.dtype), trainable=False)
+                                 for w in model.get_weights()]
+        pairs = [(source, target) for part in self.live
+                 for source, target in zip(self.live[part], self.snapshot[part])]
+
+        def copy_to_snapshot():
+            for source, target in pairs:
+                target.assign(source)
+
+        self._copy_to_snapshot = tf.function(copy_to_snapshot)
+        self.saved_progress = SavedProgress(progress)
+        self.checkpoint = tf.train.Checkpoint(
+            model=self.snapshot["model"], optimizer=self.snapshot["optimizer"],
+            best_weights=self.best_weights, progress=self.saved_progress)
         self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=1)
 
     # -- restore ------------------------------------------------------------------------------
@@ -172,6 +219,9 @@ class EpochCheckpoints:
             first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
             raise ConfigurationError(f"{latest}: a checkpoint of another model ({first_line}); "
                                      "--no-resume starts afresh") from None
+        for part in self.live:
+            for variable, value in zip(self.live[part], self.snapshot[part]):
+                variable.assign(value)
         progress = self.progress
         if progress.early_stopping.best_epoch:
             progress.early_stopping.best_weights = [v.numpy() for v in self.best_weights]
@@ -213,20 +263,44 @@ class EpochCheckpoints:
 
     # -- save ---------------------------------------------------------------------------------
     def save(self):
-        """Save where training stands (every worker calls it; only the chief's copy is kept)."""
+        """Snapshot where training stands and write it in the background (the chief does)."""
+        if not devices.is_chief(self.strategy):
+            return
+        self._snapshot()
+        self._writer = threading.Thread(target=self._write, name="delft-checkpoint", daemon=True)
+        self._writer.start()
+
+    def save_now(self):
+        """Snapshot and write before returning (the preemption handler's save, before exit)."""
+        if devices.is_chief(self.strategy):
+            self._snapshot()
+            self._write()
+            self.wait()
+
+    def wait(self):
+        """Return once the checkpoint being written is complete (raise what its write raised)."""
+        if self._writer is not None:
+            self._writer.join()
+            self._writer = None
+        if self._write_error is not None:
+            error, self._write_error = self._write_error, None
+            raise error
+
+    def _snapshot(self):
+        self.wait()  # the snapshot variables are free again
         state = self.progress.early_stopping
         if state.best_weights is not None and state.best_weights is not self._best_weights_saved:
             for variable, value in zip(self.best_weights, state.best_weights):
                 variable.assign(value)
             self._best_weights_saved = state.best_weights
-        if devices.is_chief(self.strategy):
-            self.manager.save()
-            return
-        scratch = tempfile.mkdtemp(prefix="delft-worker-checkpoint-")
+        self._copy_to_snapshot()
+        self.saved_progress.text = self.progress.serialize()
+
+    def _write(self):
         try:
-            tf.train.CheckpointManager(self.checkpoint, scratch, max_to_keep=1).save()
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+            self.manager.save()
+        except Exception as error:  # raised in the training thread by wait()
+            self._write_error = error
 
     # -- SIGTERM ------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -240,7 +314,7 @@ class EpochCheckpoints:
         handler = tf.distribute.experimental.PreemptionCheckpointHandler(
             getattr(self.strategy, "cluster_resolver", None), self.manager,
             termination_config=tf.distribute.experimental.TerminationConfig(
-                exit_fn=self._exit_preempted, save_fn=self.save))
+                exit_fn=self._exit_preempted, save_fn=self.save_now))
         try:
             yield handler.run
         finally:
@@ -253,6 +327,11 @@ class EpochCheckpoints:
                        "command resumes from it", self.directory, progress.steps_done, progress.next_epoch)
         logging.shutdown()
         sys.exit(PREEMPTED_EXIT_CODE)
+
+
+def _tensorflow_variable(variable):
+    """The tf.Variable behind a Keras variable (a MirroredVariable under a strategy)."""
+    return variable.value if isinstance(variable, keras.Variable) else variable
 
 
 def run_directly(step, *args):
