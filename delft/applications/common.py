@@ -185,16 +185,22 @@ def run_action(args, model_name, read_sets: Callable[[], DataSets], sequence_kwa
     sets = read_sets()
     if sets.train is not None:
         check_enough_sequences(args.action, sets, folds, train_with_validation_set)
-    devices.get_strategy(args.multi_gpu)
+    strategy = devices.get_strategy(args.multi_gpu)
+    # with several workers each runs this same flow (every collective step together); only the
+    # chief prints reports and writes files
+    report = print_scores if devices.is_chief(strategy) else (lambda scores: None)
     if args.action in ("eval", "tag"):
         model = Sequence(model_name)
         model.load(args.input_model or args.models_dir, multi_gpu=args.multi_gpu)
         if args.action == "tag":
             tag(model)
         else:
-            print_scores(evaluate_file(model, sets, args.multi_gpu))
+            report(evaluate_file(model, sets, args.multi_gpu))
         return
     train, valid, test = sets.train, sets.valid, sets.test
+    args.seed = devices.common_seed(strategy, args.seed)  # the same splits on every worker
+    if model.training_config.seed is None:
+        model.training_config.seed = args.seed
     if args.action == "train_eval" and test is None:
         train, test = split(*train, 0.1, args.seed)
     if train_with_validation_set or folds > 1:
@@ -213,9 +219,12 @@ def run_action(args, model_name, read_sets: Callable[[], DataSets], sequence_kwa
     if folds > 1:
         model.train_nfold(*train[:2], f_train=train[2], multi_gpu=args.multi_gpu)
     else:
-        model.train(*train, *valid, incremental=args.incremental, multi_gpu=args.multi_gpu)
+        from delft.sequenceLabelling.checkpoints import checkpoint_dir
+
+        model.train(*train, *valid, incremental=args.incremental, multi_gpu=args.multi_gpu,
+                    checkpoint_dir=checkpoint_dir(args.models_dir, model_name))
     if args.action == "train_eval":
-        print_scores(model.eval(*test, multi_gpu=args.multi_gpu))
+        report(model.eval(*test, multi_gpu=args.multi_gpu))
     model.save(args.models_dir)
 
 
@@ -329,8 +338,10 @@ def user_errors_are_one_line(main):
         # a command's stderr is for its own notices: transformers' advice that PyTorch is absent
         # (torch is never used here) is not one of them
         os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
-        # TensorFlow's own INFO lines (one per collective op under several replicas) are not ours
-        logging.getLogger("tensorflow").setLevel(logging.WARNING)
+        # the INFO lines of TensorFlow's Python side (one per collective op under several
+        # replicas, checkpoint sharding, preemption watchers) are not ours
+        for library in ("tensorflow", "absl"):
+            logging.getLogger(library).setLevel(logging.WARNING)
         try:
             return main(argv)
         except (DelftError, FileNotFoundError, IsADirectoryError, PermissionError) as error:

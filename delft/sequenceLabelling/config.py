@@ -121,6 +121,9 @@ class TrainingConfig:
     fold_number: int = option(1, "train this many models on folds (n-fold)", flag="--fold-count",
                               minimum=1)
     seed: Optional[int] = option(None, "random seed (data order, splits, initial weights)")
+    resume: bool = option(
+        True, "resume an interrupted training from its last checkpoint (<output>/<model>"
+              ".checkpoints/); --no-resume starts afresh")
     weight_decay: float = option(0.01, "AdamW weight decay (transformers)", minimum=0.0)
     warmup_ratio: float = option(0.1, "share of the steps of linear warm-up (transformers)",
                                  minimum=0.0, maximum=1.0)

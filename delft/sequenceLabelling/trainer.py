@@ -4,6 +4,7 @@ One step on N replicas equals one step on one device for the same global batch: 
 loss is its rows' summed negative log-likelihood divided by the *global* batch size, gradients are
 summed across replicas, clipped by their global norm, and applied once (see doc/multi-gpu.md).
 """
+import contextlib
 import logging
 import sys
 import time
@@ -15,22 +16,37 @@ import numpy as np
 import tensorflow as tf
 
 from delft.sequenceLabelling import evaluation
+from delft.sequenceLabelling.checkpoints import EpochCheckpoints, TrainingProgress, run_directly
 from delft.sequenceLabelling.batching import (ReplicaFeeder, batches_per_epoch, global_batch_size,
                                               length_bucketed_batches, prefetched)
 from delft.sequenceLabelling.tagger import Predictor
+from delft.utilities import devices
 
 logger = logging.getLogger(__name__)
 
 
-def make_optimizer(training_config, total_steps, uses_transformer):
-    """Adam for the RNN family; AdamW with 10% linear warm-up then linear decay for transformers."""
+def make_optimizer(training_config, total_steps, uses_transformer, loss_scaling=False):
+    """Adam for the RNN family; AdamW with 10% linear warm-up then linear decay for transformers.
+
+    ``loss_scaling`` (a model computing in float16) wraps it in Keras' dynamic
+    ``LossScaleOptimizer``: small float16 gradients do not vanish, and a step whose scaled
+    gradients overflow is skipped with a smaller scale.
+    """
     learning_rate = training_config.resolved_learning_rate(uses_transformer)
     if uses_transformer:
         warmup = max(1, int(total_steps * training_config.warmup_ratio))
         schedule = WarmupLinearDecay(learning_rate, warmup, max(total_steps, warmup + 1))
-        return keras.optimizers.AdamW(learning_rate=schedule,
-                                      weight_decay=training_config.weight_decay)
-    return keras.optimizers.Adam(learning_rate=learning_rate)
+        optimizer = keras.optimizers.AdamW(learning_rate=schedule,
+                                           weight_decay=training_config.weight_decay)
+    else:
+        optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
+    return keras.optimizers.LossScaleOptimizer(optimizer) if loss_scaling else optimizer
+
+
+def computes_in_float16(model):
+    """Whether a layer of ``model`` computes in float16 (``compute_dtype="mixed_float16"``)."""
+    return any(layer.dtype_policy.compute_dtype == "float16"
+               for layer in model._flatten_layers(include_self=True, recursive=True))
 
 
 @keras.saving.register_keras_serializable(package="delft")
@@ -80,6 +96,7 @@ class Trainer:
         self.strategy = strategy
         self.batch_size = global_batch_size(batch_size, strategy.num_replicas_in_sync)
         self.uses_transformer = uses_transformer
+        self.loss_scaling = computes_in_float16(model)
         self.optimizer = None
         self.history = []
         self.feeder = ReplicaFeeder(strategy, preprocessor)
@@ -92,15 +109,19 @@ class Trainer:
     # -- one step -----------------------------------------------------------------------------
     def _replica_step(self, batch):
         variables = self.model.trainable_variables
+        # with loss scaling, gradients stay scaled until the LossScaleOptimizer divides them:
+        # clipping the scaled ones at scale x the norm is clipping the true ones at the norm
+        scale = self.optimizer.dynamic_scale if self.loss_scaling else 1.0
         with tf.GradientTape() as tape:
             potentials = self.model(batch, training=True)
             losses = self.model.loss_per_example(batch, potentials) * batch["weights"]
             loss = tf.reduce_sum(losses) / tf.cast(batch["global_count"], tf.float32)
-        gradients = [tf.convert_to_tensor(g) for g in tape.gradient(loss, variables)]
+            scaled_loss = loss * scale if self.loss_scaling else loss
+        gradients = [tf.convert_to_tensor(g) for g in tape.gradient(scaled_loss, variables)]
         context = tf.distribute.get_replica_context()
         gradients = context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)
         if self.config.clip_gradients:
-            gradients, _ = tf.clip_by_global_norm(gradients, self.config.clip_gradients)
+            gradients, _ = tf.clip_by_global_norm(gradients, self.config.clip_gradients * scale)
         # the optimizer sums across replicas again: hand it 1/N of the already summed gradient
         share = 1.0 / context.num_replicas_in_sync
         self.optimizer.apply_gradients([(g * share, v) for g, v in zip(gradients, variables)])
@@ -116,14 +137,21 @@ class Trainer:
     def build_optimizer(self, steps_per_epoch):
         with self.strategy.scope():
             self.optimizer = make_optimizer(self.config, steps_per_epoch * self.config.max_epoch,
-                                            self.uses_transformer)
+                                            self.uses_transformer, self.loss_scaling)
             self.optimizer.build(self.model.trainable_variables)
 
     # -- epochs -------------------------------------------------------------------------------
-    def train(self, train_corpus, train_labels, valid_corpus=None, valid_labels=None):
-        """Train; with a validation set, stop early on its micro-F1 and restore the best weights."""
+    def train(self, train_corpus, train_labels, valid_corpus=None, valid_labels=None,
+              checkpoint_dir=None):
+        """Train; with a validation set, stop early on its micro-F1 and restore the best weights.
+
+        With ``checkpoint_dir``, each epoch ends with a checkpoint there, and a checkpoint left by
+        an interrupted run of the same training is resumed from unless ``config.resume`` is False
+        (:mod:`delft.sequenceLabelling.checkpoints`).
+        """
         config = self.config
-        rng = np.random.default_rng(config.seed)
+        seed = devices.common_seed(self.strategy, config.seed)
+        rng = np.random.default_rng(seed)
         steps = batches_per_epoch(train_corpus.num_rows, self.batch_size)
         if self.optimizer is None:
             self.build_optimizer(steps)
@@ -131,37 +159,62 @@ class Trainer:
             predictor = Predictor(self.model, self.preprocessor, self.strategy)
             valid_truth = [self.preprocessor.decode_labels(ids) for ids in valid_labels]
         state = EarlyStopping()
-        for epoch in range(1, config.max_epoch + 1):
-            start = time.perf_counter()
-            record = {"epoch": epoch,
-                      "loss": self._run_epoch(train_corpus, train_labels, rng, epoch, steps),
-                      "learning_rate": self._current_learning_rate()}
-            if valid_corpus is not None:
-                predictions = predictor.predict(valid_corpus, self.batch_size)
-                record["val_f1"] = evaluation.f1_score(valid_truth, predictions.split(
-                    self.preprocessor.decode_labels(predictions.ids)))
-            record["seconds"] = time.perf_counter() - start
-            self.history.append(record)
-            logger.info(format_epoch(record, config.max_epoch))
-            if self._should_stop(record, state):
-                break
+        progress = TrainingProgress(rng, state, {"rows": int(train_corpus.num_rows),
+                                                 "batch_size": self.batch_size, "seed": seed})
+        self.history = progress.history
+        checkpoints = None
+        if checkpoint_dir:
+            checkpoints = EpochCheckpoints(checkpoint_dir, self.strategy, self.model,
+                                           self.optimizer, progress)
+            checkpoints.restore(config.resume)
+        guard = checkpoints.preemption_guard() if checkpoints else contextlib.nullcontext(run_directly)
+        with guard as run_step:
+            for epoch in range(progress.next_epoch, config.max_epoch + 1):
+                if progress.stopped_early:
+                    break
+                start = time.perf_counter()
+                record = {"epoch": epoch,
+                          "loss": self._run_epoch(train_corpus, train_labels, progress, epoch,
+                                                  steps, run_step),
+                          "learning_rate": self._current_learning_rate()}
+                if valid_corpus is not None:
+                    predictions = predictor.predict(valid_corpus, self.batch_size)
+                    record["val_f1"] = evaluation.f1_score(valid_truth, predictions.split(
+                        self.preprocessor.decode_labels(predictions.ids)))
+                record["seconds"] = time.perf_counter() - start
+                self.history.append(record)
+                logger.info(format_epoch(record, config.max_epoch))
+                stop = self._should_stop(record, state)
+                progress.end_epoch(epoch, stopped_early=stop)
+                if checkpoints:
+                    checkpoints.save()
+                if stop:
+                    break
+        if checkpoints:
+            checkpoints.wait()  # the last checkpoint is complete before the model is saved
         if state.best_weights is not None:
             self.model.set_weights(state.best_weights)
             logger.info("restored the weights of epoch %d (validation F1 %.4f)", state.best_epoch,
                         state.best_f1)
         return self.history
 
-    def _run_epoch(self, corpus, label_ids, rng, epoch, steps):
-        """One pass over ``corpus`` in a fresh random order; the mean loss per row."""
-        batches = length_bucketed_batches(corpus.row_width, self.batch_size, rng)
-        slices = (self.feeder.slices(corpus, rows, label_ids) for rows in batches)
-        total = 0.0
+    def _run_epoch(self, corpus, label_ids, progress, epoch, steps, run_step):
+        """One pass over ``corpus`` in a fresh random order; the mean loss per row.
+
+        A run resumed in the middle of an epoch draws that epoch's order again from the state
+        the checkpoint kept and skips the steps already applied.
+        """
+        progress.begin_epoch()
+        batches = length_bucketed_batches(corpus.row_width, self.batch_size, progress.rng)
+        done = progress.steps_done
+        slices = (self.feeder.slices(corpus, rows, label_ids) for rows in batches[done:])
         with progress_bar(steps, f"epoch {epoch}") as bar:
+            bar.update(done)
             for parts in prefetched(slices):
-                loss, rows = (float(value) for value in self._train_step(parts))
-                total += loss * rows
+                loss, rows = (float(value) for value in run_step(self._train_step, parts))
+                progress.step_done(loss * rows)
                 bar.update(1)
-        return total / corpus.num_rows
+        return progress.loss_sum / corpus.num_rows
 
     def _should_stop(self, record, state):
         """Update the schedule and early stopping after an epoch; True to stop training."""

@@ -54,7 +54,8 @@ class Sequence:
                  lr_schedule="plateau", model_type=None, compute_dtype=None,
                  freeze_word_embeddings=True, features_embedding_size=4, features_lstm_units=4,
                  head_lr_multiplier=50.0, crf_lr_multiplier=500.0, weight_decay=0.01,
-                 warmup_ratio=0.1, features_vocabulary_size=12, features_encoder="concat"):
+                 warmup_ratio=0.1, features_vocabulary_size=12, features_encoder="concat",
+                 resume=True):
         architecture = model_type or architecture
         models.architecture(architecture)  # an unknown name fails here, in one line
         if use_ELMo:
@@ -77,7 +78,8 @@ class Sequence:
             optimizer=optimizer, learning_rate=learning_rate, lr_decay=lr_decay,
             lr_schedule=lr_schedule, clip_gradients=clip_gradients, max_epoch=max_epoch,
             early_stop=early_stop, patience=patience, fold_number=fold_number, seed=seed,
-            weight_decay=weight_decay, warmup_ratio=warmup_ratio).validated("Sequence")
+            weight_decay=weight_decay, warmup_ratio=warmup_ratio,
+            resume=resume).validated("Sequence")
         models.check_resources(self.model_config)
         self.p = None
         self.model = None
@@ -85,6 +87,7 @@ class Sequence:
         self.history = []
         self._strategy = None
         self._predictors = {}
+        self._checkpoint_dir = None
 
     # -- building -----------------------------------------------------------------------------
     @property
@@ -127,12 +130,15 @@ class Sequence:
 
     # -- training -----------------------------------------------------------------------------
     def train(self, x_train, y_train, f_train=None, x_valid=None, y_valid=None, f_valid=None,
-              incremental=False, callbacks=None, multi_gpu=False):
+              incremental=False, callbacks=None, multi_gpu=False, checkpoint_dir=None):
         """Train on (x_train, y_train); with a validation set, early stopping keeps the best epoch.
 
         GROBID's in-process trainer calls ``train(x_train, y_train, x_valid, y_valid)``
         positionally: tokens passed where features are expected are taken as that call.
         Keras ``callbacks`` have no place in this training loop: passing any is an error.
+        ``checkpoint_dir``: a checkpoint there at each epoch end, resumed from when the same
+        training runs again (unless ``resume=False``), removed by :meth:`save` (the CLIs pass
+        ``<output>/<model_name>.checkpoints``; see delft/sequenceLabelling/checkpoints.py).
         """
         if callbacks:
             raise ConfigurationError("callbacks are not supported: the trainer logs each epoch "
@@ -165,7 +171,9 @@ class Sequence:
         trainer = Trainer(self.model, self.p, self.training_config, strategy,
                           self.model_config.batch_size, uses_transformer=self.uses_transformer)
         start = time.perf_counter()
-        self.history = trainer.train(train_corpus, train_labels, valid_corpus, valid_labels)
+        self._checkpoint_dir = checkpoint_dir
+        self.history = trainer.train(train_corpus, train_labels, valid_corpus, valid_labels,
+                                     checkpoint_dir=checkpoint_dir)
         logger.info("training runtime: %.1f s", time.perf_counter() - start)
         self.models = [self.model]
 
@@ -374,7 +382,9 @@ class Sequence:
         if first is None:
             raise DataFormatError(file_in, None, "empty: no text to tag")
         start = time.perf_counter()
-        with atomic.replaced_file(file_out) as stream:
+        # with several workers every worker tags (the steps are collective), the chief writes
+        chief = devices.is_chief(self._use_strategy(multi_gpu))
+        with (atomic.replaced_file(file_out) if chief else open(os.devnull, "w")) as stream:
             document = output.StreamedDocument(stream, output_format,
                                                self.model_config.model_name)
             for texts, features in itertools.chain([first], chunks):
@@ -384,18 +394,25 @@ class Sequence:
 
     # -- persistence --------------------------------------------------------------------------
     def save(self, dir_path=DEFAULT_MODELS_DIR):
-        """Write ``dir_path/<model_name>/``, replacing an older model in one step.
+        """Write ``dir_path/<model_name>/`` atomically: a crash never leaves a half-written model.
 
-        At every instant the folder holds a complete model, old or new, whatever kills the
-        process; concurrent saves of one model are serialised; a symbolic link at the target is
-        followed (see :mod:`delft.utilities.atomic`). Returns the folder's path.
+        With several workers only the chief writes, and every worker returns once it has.
         """
         if self.model is None:
             raise ModelLoadError("no model to save: train or load one first")
+        strategy = self._strategy or devices.get_strategy(False)
+        if not devices.is_chief(strategy):  # the chief writes; the others wait until it has
+            devices.wait_for_workers(strategy)
+            return os.path.join(dir_path, self.model_config.model_name)
         target = os.path.join(dir_path, self.model_config.model_name)
         with atomic.replaced_directory(target) as staging:
             self._write_model_files(staging)
         logger.info("model saved in %s", target)
+        from delft.sequenceLabelling.checkpoints import remove_checkpoints
+
+        remove_checkpoints(self._checkpoint_dir, strategy)  # the model saved replaces them
+        self._checkpoint_dir = None
+        devices.wait_for_workers(strategy)
         return target
 
     def _write_model_files(self, folder):

@@ -1,0 +1,39 @@
+"""benchmarks/gpu_check.sh on this CPU-only machine, and the cross-device ops it asks devices for."""
+import sys
+import textwrap
+
+from conftest import REPO_ROOT, run_python, subprocess_env
+
+
+def test_gpu_check_on_a_cpu_only_machine_says_so_and_exits_0(tmp_path):
+    import subprocess
+
+    done = subprocess.run(["bash", str(REPO_ROOT / "benchmarks" / "gpu_check.sh")], cwd=tmp_path,
+                          env=subprocess_env(PYTHON=sys.executable), capture_output=True,
+                          text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("gpu_check: no GPU on this machine (CPU only): nothing to check")
+
+
+def test_cross_device_ops_are_chosen_in_devices(tmp_path):
+    script = tmp_path / "ops.py"
+    script.write_text(textwrap.dedent("""
+        import delft
+        from delft.utilities import devices
+        from delft.utilities.errors import ConfigurationError
+        chosen = devices.get_strategy(True)  # DELFT_CROSS_DEVICE_OPS=hierarchical_copy
+        asked = devices.get_strategy(True, cross_device_ops="reduce_to_one")
+        print(chosen.num_replicas_in_sync, type(chosen.extended._cross_device_ops).__name__,
+              type(asked.extended._cross_device_ops).__name__, devices.get_strategy(True) is chosen)
+        try:
+            devices.get_strategy(True, cross_device_ops="ring")
+        except ConfigurationError as error:
+            print(error)
+    """))
+    done = run_python([script], cwd=tmp_path, timeout=180, DELFT_CPU_REPLICAS=2,
+                      DELFT_CROSS_DEVICE_OPS="hierarchical_copy")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == [
+        "2 HierarchicalCopyAllReduce ReductionToOneDevice True",
+        "the ring all-reduce is a collective across workers: on one machine use nccl, "
+        "hierarchical_copy or reduce_to_one"]
