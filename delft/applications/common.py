@@ -315,15 +315,6 @@ def check_output_file(path, option):
     return path
 
 
-def tag_text_file(model, file_in, output_format, file_out, multi_gpu, batch_size=None):
-    """``Sequence.tag_file`` on a text file (one text per line); bad UTF-8 is a one-line error."""
-    try:
-        model.tag_file(file_in, output_format, file_out, batch_size=batch_size,
-                       multi_gpu=multi_gpu)
-    except UnicodeDecodeError as error:
-        raise DataFormatError(file_in, None, f"not valid UTF-8 ({error.reason})") from None
-
-
 def add_tag_options(parser):
     parser.add_argument("--file-in", default=None, help="tag: text file, one text per line")
     parser.add_argument("--file-out", default=None, help="tag: output file (default: stdout)")

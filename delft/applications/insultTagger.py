@@ -101,8 +101,8 @@ def main(argv=None):
 
     def tag(model):
         if args.file_in:
-            common.tag_text_file(model, args.file_in, args.output_format, args.file_out,
-                                 args.multi_gpu, args.batch_size)
+            model.tag_file(args.file_in, args.output_format, args.file_out,
+                           batch_size=args.batch_size, multi_gpu=args.multi_gpu)
         else:
             write_tagged(model, EXAMPLES, args.output_format, args.file_out, args.multi_gpu,
                          args.batch_size)

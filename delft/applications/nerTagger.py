@@ -104,8 +104,8 @@ def main(argv=None):
             common.check_output_file(args.file_out, "--file-out")
 
     def tag(model):
-        common.tag_text_file(model, file_in, args.output_format, args.file_out, args.multi_gpu,
-                             args.batch_size)
+        model.tag_file(file_in, args.output_format, args.file_out, batch_size=args.batch_size,
+                       multi_gpu=args.multi_gpu)
 
     common.run_action(args, model_name, read_sets, kwargs, tag,
                       train_with_validation_set=args.train_with_validation_set)

@@ -74,6 +74,18 @@ def _check_tokens(tokens, where):
             raise TypeError(f"{where}[{position}] must be a token (a str), not {_described(token)}")
 
 
+def looks_like_tokens(value):
+    """Token sequences (lists of str), as opposed to feature sequences (lists of lists of str).
+
+    >>> looks_like_tokens([["12", "June"]]), looks_like_tokens([[["12", "NOCAPS"]]])
+    (True, False)
+    """
+    try:
+        return value is not None and len(value) > 0 and isinstance(value[0][0], str)
+    except (TypeError, IndexError):
+        return False
+
+
 def check_features(features, token_sequences, argument="features"):
     """``features`` given with token sequences: one feature row per token, else a ``ValueError``."""
     if features is None:

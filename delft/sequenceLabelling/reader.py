@@ -276,6 +276,22 @@ def iter_data_crf_file(filepath, chunk_size=5000):
         yield _unlabelled_columns(chunk)
 
 
+def iter_text_file(filepath, chunk_size=5000):
+    """Stream the texts of a UTF-8 file, one per non-blank line (line ends removed), in lists of
+    at most ``chunk_size``; a line that is not UTF-8 is a ``DataFormatError`` naming it."""
+    texts = []
+    with open(filepath, "rb") as stream:
+        for line in _decoded_lines(stream, str(filepath)):
+            line = line.rstrip("\r\n")
+            if line.strip():
+                texts.append(line)
+            if len(texts) == chunk_size:
+                yield texts
+                texts = []
+    if texts:
+        yield texts
+
+
 def token_line_number(filepath, sequence_index, token_index):
     """The line of a column file (plain or ``.gz``) holding token ``token_index`` of its sequence
     ``sequence_index`` (both counted from 0), to place an error found after reading; None when

@@ -143,7 +143,7 @@ class Sequence:
         if callbacks:
             raise ConfigurationError("callbacks are not supported: the trainer logs each epoch "
                                      "and keeps the best weights itself")
-        if _looks_like_tokens(f_train):
+        if inputs.looks_like_tokens(f_train):
             f_train, x_valid, y_valid = None, f_train, x_valid
         inputs.check_labelled(x_train, y_train, f_train, "training")
         if x_valid is not None and len(x_valid):
@@ -477,27 +477,11 @@ class Sequence:
 
 
 def _chunks(path, input_format, reader, preprocessor):
+    """``(texts, features)`` chunks of a file to tag: a GROBID matrix, or one text per line."""
     if input_format == "crf":
         chunks = reader.iter_data_crf_file(path, TAG_FILE_CHUNK)
         for x, features in preprocessor.checked_feature_chunks(chunks, path):
             yield list(x), list(features)
-        return
-    texts = []
-    with open(path, encoding="utf-8") as stream:
-        for line in stream:
-            line = line.rstrip("\r\n")
-            if line.strip():
-                texts.append(line)
-            if len(texts) == TAG_FILE_CHUNK:
-                yield texts, None
-                texts = []
-    if texts:
-        yield texts, None
-
-
-def _looks_like_tokens(value):
-    """Token sequences (lists of str), as opposed to feature sequences (lists of lists of str)."""
-    try:
-        return value is not None and len(value) > 0 and isinstance(value[0][0], str)
-    except (TypeError, IndexError):
-        return False
+    else:
+        for texts in reader.iter_text_file(path, TAG_FILE_CHUNK):
+            yield texts, None
