@@ -305,6 +305,30 @@ def test_early_stopping_restores_the_best_epoch(trained_date, monkeypatch):
     assert any(not np.array_equal(a, b) for a, b in zip(final, seen[-1]))
 
 
+def test_a_tie_with_the_best_epoch_keeps_the_later_weights_and_training_going(trained_date,
+                                                                               monkeypatch):
+    """Validation F1 equal every epoch (a saturated small validation set): no epoch is worse, so
+    training runs all epochs and keeps the last one's weights, not the first's."""
+    from delft.sequenceLabelling import trainer
+
+    x, y, xv, yv = small(trained_date)
+    model = Sequence("date-tie", max_epoch=4, batch_size=20, recurrent_dropout=0.0, seed=2,
+                     patience=2, early_stop=True)
+    seen = []
+
+    def constant_f1(y_true, y_pred):
+        seen.append([w.copy() for w in model.model.get_weights()])
+        return 0.9
+
+    monkeypatch.setattr(trainer.evaluation, "f1_score", constant_f1)
+    model.train(x, y, x_valid=xv, y_valid=yv)
+    monkeypatch.undo()
+    assert len(model.history) == 4  # more than 1 + patience epochs: ties are not "no progress"
+    for restored, last in zip(model.model.get_weights(), seen[-1]):
+        np.testing.assert_array_equal(restored, last)
+    assert any(not np.array_equal(a, b) for a, b in zip(seen[-1], seen[0]))
+
+
 def test_nfold_validates_every_sequence_once(trained_date, monkeypatch):
     x, y = trained_date.x_train[:61], trained_date.y_train[:61]  # 61: not a multiple of 3
     model = Sequence("date-nfold", max_epoch=1, batch_size=30, recurrent_dropout=0.0, seed=1,

@@ -224,7 +224,11 @@ class Trainer:
             self._decay_learning_rate()
         if "val_f1" not in record:
             return False
-        if record["val_f1"] > state.best_f1:
+        # A tie counts as reaching the best: on a small validation set (GROBID's 10% of date is
+        # 58 sequences) F1 saturates while the training loss still falls, and the latest of the
+        # tied epochs generalises better (benchmarks/grobid_holdout.py: held-out token accuracy
+        # 92.9 -> 97.2; train_eval F1 96.6 -> 97.3). Keeping the first would stop too early.
+        if record["val_f1"] >= state.best_f1:
             state.best_f1, state.best_epoch = record["val_f1"], record["epoch"]
             state.best_weights = self.model.get_weights()
             state.wait = state.plateau_wait = 0
