@@ -462,7 +462,8 @@ def test_command_writes_the_bundle_with_its_max_sequence_length(trained_date, tm
                        "onnx", "--output", out, "--max-sequence-length", "7"])
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads((out / "config.json").read_text())["maxSequenceLength"] == 7
-    assert sorted(os.listdir(tmp_path)) == ["date-BidLSTM_CRF.onnx"]  # no staging folder left
+    # no staging folder left; the hidden lock serialising exports into it stays
+    assert sorted(os.listdir(tmp_path)) == [".date-BidLSTM_CRF.onnx.lock", "date-BidLSTM_CRF.onnx"]
 
 
 def test_command_errors_are_one_line_and_write_nothing(tmp_path, capsys):
@@ -487,4 +488,4 @@ def test_a_failed_export_leaves_no_output(trained_date, tmp_path, monkeypatch):
     monkeypatch.setattr(onnx_bundle, "write_json", fail)
     with pytest.raises(OSError, match="disk full"):
         export_onnx_bundle(str(trained_date.model_dir), str(out))
-    assert os.listdir(tmp_path) == []
+    assert os.listdir(tmp_path) == [".bundle.lock"]  # the save lock stays (doc/usage.md)

@@ -162,11 +162,12 @@ def test_two_loopback_workers_train_as_one_process(tmp_path, date_corpus_path):
         assert not [line for line in delft_stderr_lines(process.stderr) if "Traceback" in line]
     assert "MultiWorkerMirroredStrategy: 2 workers, 2 replicas in all" in chief.stderr
     assert "(chief)" in chief.stderr and "(chief)" not in worker.stderr
-    # only the chief wrote: the model, and the checkpoints it removed once the model was saved
+    # only the chief wrote: the model (and its save lock), and the checkpoints it removed once
+    # the model was saved
     assert not outputs[1].exists()
     assert worker.stdout == ""
     assert f"checkpoints removed: {outputs[0] / (MODEL_NAME + '.checkpoints')}" in chief.stderr
-    assert sorted(p.name for p in outputs[0].iterdir()) == [MODEL_NAME]
+    assert sorted(p.name for p in outputs[0].iterdir()) == [f".{MODEL_NAME}.lock", MODEL_NAME]
     saved = {p.name for p in (outputs[0] / MODEL_NAME).iterdir()}
     assert {"history.json", "training_curve.png", "model.weights.h5"} <= saved
     # corpus-level metrics across workers: the same as one process
@@ -209,7 +210,8 @@ def test_two_workers_resume_what_one_process_left(tmp_path, date_corpus_path):
         assert worker.returncode == 0, "\n---\n".join(w.stderr[-3000:] for w in workers)
         assert "2 epoch(s) done, going on with epoch 3 (restored in" in worker.stderr
         assert "MultiWorkerMirroredStrategy: 2 workers" in worker.stderr
-    assert sorted(p.name for p in shared.iterdir()) == [MODEL_NAME]  # checkpoints removed
+    # no checkpoints left: the model and its save lock only
+    assert sorted(p.name for p in shared.iterdir()) == [f".{MODEL_NAME}.lock", MODEL_NAME]
     two, one = weights_of(shared / MODEL_NAME), weights_of(reference / MODEL_NAME)
     difference = max(np.linalg.norm(two[k] - one[k]) / max(np.linalg.norm(one[k]), 1e-12)
                      for k in one)

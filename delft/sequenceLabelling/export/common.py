@@ -5,15 +5,14 @@ import contextlib
 import json
 import logging
 import os
-import shutil
-import tempfile
 from typing import Iterator, List, Optional
 
 import tensorflow as tf
 
 from delft.sequenceLabelling.models import architecture
 from delft.sequenceLabelling.preprocess import UNKNOWN_INDEX
-from delft.utilities.errors import ConfigurationError, ModelLoadError
+from delft.utilities import atomic
+from delft.utilities.errors import ModelLoadError
 
 logger = logging.getLogger(__name__)
 
@@ -56,10 +55,11 @@ def uses_transformer(sequence) -> bool:
 
 @contextlib.contextmanager
 def staged_directory(output: str) -> Iterator[str]:
-    """A fresh folder beside ``output`` to write into; renamed to ``output`` only on success.
+    """A fresh folder beside ``output`` to write into, replacing ``output`` in one step on
+    success, as a saved model does (:func:`delft.utilities.atomic.replaced_directory`).
 
-    A failed or interrupted export leaves no half-written ``output`` (the staging folder is
-    removed), and an existing ``output`` is replaced only once the new one is complete.
+    A failed or interrupted export leaves no half-written ``output``, and an existing ``output``
+    is replaced only once the new one is complete.
 
     Args:
         output: the folder to create (or replace).
@@ -68,24 +68,10 @@ def staged_directory(output: str) -> Iterator[str]:
         The staging folder's path.
 
     Raises:
-        ConfigurationError: ``output`` exists and is not a folder.
+        ConfigurationError: ``output`` is a file.
     """
-    # one rename logic for saved models and exports
-    from delft.sequenceLabelling.wrapper import _directory_mode, _replace_directory
-
-    target = os.path.abspath(output)
-    if os.path.exists(target) and not os.path.isdir(target):
-        raise ConfigurationError(f"{output}: exists and is not a directory")
-    parent = os.path.dirname(target)
-    os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=f".{os.path.basename(target)}.", dir=parent)
-    try:
-        os.chmod(staging, _directory_mode())  # mkdtemp's 0700 would hide the export from others
+    with atomic.replaced_directory(output) as staging:
         yield staging
-        _replace_directory(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
 
 
 def write_json(path: str, value: dict) -> None:
