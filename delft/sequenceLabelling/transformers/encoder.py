@@ -6,6 +6,7 @@ embedding (keras-hub has none: its one row is folded into the position embedding
 rewrite).
 """
 import importlib
+import sys
 
 import keras
 import numpy as np
@@ -30,7 +31,24 @@ class _Encoder:
         self.token_type_fold = token_type_fold
 
     def module(self):
-        return importlib.import_module(f"keras_hub.src.utils.transformers.{self.converter}")
+        return keras_hub_module(f"keras_hub.src.utils.transformers.{self.converter}")
+
+
+def keras_hub_module(name):
+    """Import ``name``, a keras-hub module, without TensorFlow Text when keras-hub is not loaded.
+
+    keras-hub imports ``tensorflow_text`` whenever it is installed (for its own tokenizers; ours
+    are Hugging Face's, from ``transformers``): 117 MB of resident memory that a training never
+    uses. Hidden while keras-hub loads, it is an optional import keras-hub does without; it stays
+    importable afterwards for anyone who wants it.
+    """
+    if "keras_hub" in sys.modules or "tensorflow_text" in sys.modules:
+        return importlib.import_module(name)
+    sys.modules["tensorflow_text"] = None  # `import tensorflow_text` raises ImportError
+    try:
+        return importlib.import_module(name)
+    finally:
+        del sys.modules["tensorflow_text"]
 
 
 ENCODERS = {
@@ -75,7 +93,8 @@ _ACTIVATIONS = {
 
 
 def _checkpoint_loader(path, model_type):
-    from keras_hub.src.utils.transformers.safetensor_utils import SafetensorLoader
+    SafetensorLoader = keras_hub_module(
+        "keras_hub.src.utils.transformers.safetensor_utils").SafetensorLoader
 
     class CheckpointLoader(SafetensorLoader):
         """keras-hub's loader, forgiving about the model-class prefix of parameter names.
