@@ -40,11 +40,15 @@ def pipeline_rate(feeder, corpus, labels, batch_size, epochs):
 
 def step_rate(trainer, corpus, labels, epochs):
     """Rows per second of the compiled train step (one device), after its first (traced) epoch."""
-    rng = np.random.default_rng(0)
-    trainer._run_epoch(corpus, labels, rng, 0, 0)  # traces the step
-    start = time.perf_counter()
-    for epoch in range(epochs):
-        trainer._run_epoch(corpus, labels, rng, epoch, 0)
+    from delft.sequenceLabelling.checkpoints import TrainingProgress, run_directly
+    from delft.sequenceLabelling.trainer import EarlyStopping
+
+    progress = TrainingProgress(np.random.default_rng(0), EarlyStopping(), {})
+    for epoch in range(epochs + 1):  # epoch 0 traces the step
+        if epoch == 1:
+            start = time.perf_counter()
+        trainer._run_epoch(corpus, labels, progress, epoch, 0, run_directly)
+        progress.end_epoch(epoch, stopped_early=False)
     return epochs * corpus.num_rows / (time.perf_counter() - start)
 
 

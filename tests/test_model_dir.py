@@ -224,21 +224,24 @@ def test_a_load_during_a_save_reads_one_model_whole(trained_date, tmp_path, monk
         np.testing.assert_array_equal(a, b)
 
 
+KILLS = 20  # the suite's loop; benchmarks/save_safety.py runs 50 for doc/reliability.md
+
+
 @pytest.mark.slow
-def test_fifty_kills_during_saves_leave_a_loadable_model(trained_date, tmp_path):
-    """benchmarks/save_safety.py: 50 SIGKILLs at random moments of saves (a fork of a process
-    with the model loaded, saving in a loop), the target loaded and tagging after each; and no
-    reader ever finds the target missing or incomplete across 50 saves."""
-    completed = run_python([REPO_ROOT / "benchmarks" / "save_safety.py", "--saves", "50",
-                            "--kills", "50", "--fork", "--models-dir", trained_date.models_dir,
-                            "--json"], cwd=tmp_path, timeout=1800)
+def test_kills_during_saves_leave_a_loadable_model(trained_date, tmp_path):
+    """benchmarks/save_safety.py: SIGKILLs at random moments of saves (a fork of a process with
+    the model loaded, saving in a loop), the target loaded and tagging after each; and no reader
+    ever finds the target missing or incomplete across as many saves."""
+    completed = run_python([REPO_ROOT / "benchmarks" / "save_safety.py", "--saves", str(KILLS),
+                            "--kills", str(KILLS), "--fork", "--models-dir",
+                            trained_date.models_dir, "--json"], cwd=tmp_path, timeout=1800)
     assert completed.returncode == 0, completed.stderr[-3000:]
     result = json.loads(completed.stdout)
     assert result["gap_watch"]["exchange"]["saves_with_a_gap"] == 0
-    assert result["gap_watch"]["exchange"]["reads"] > 50
+    assert result["gap_watch"]["exchange"]["reads"] > KILLS
     kills = result["kill_loop"]
-    assert kills["kills"] == kills["loadable_after_kill"] == 50
-    assert kills["inside_a_save"] > 25 and kills["kills_that_left_a_staging_folder"] > 0
+    assert kills["kills"] == kills["loadable_after_kill"] == KILLS
+    assert kills["inside_a_save"] > KILLS // 2 and kills["kills_that_left_a_staging_folder"] > 0
     assert kills["after_the_next_save"] == [LOCK, MODEL_NAME]
 
 
