@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO_ROOT), str(REPO_ROOT / "tests")]
+sys.path[:0] = [str(REPO_ROOT / "tests"), str(REPO_ROOT)]  # tests/conftest, not the root one
 
 from conftest import SAMPLE_DATE, crf_sequences, subprocess_env, unlabelled_matrix  # noqa: E402
 from delft.utilities.data_path import shared_data_file  # noqa: E402
