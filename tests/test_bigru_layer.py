@@ -5,8 +5,9 @@ import keras
 
 import delft  # noqa: F401
 from delft.sequenceLabelling.layers.bigru import BiGRU
+from test_bilstm_layer import (FEATURES, UNITS,
+                               assert_gradients_reach_every_weight_and_trace_once)
 
-UNITS, FEATURES = 4, 3
 
 
 def paired_layers():
@@ -44,23 +45,7 @@ def test_padding_does_not_change_valid_outputs():
 
 
 def test_gradients_reach_every_weight_and_traces_once():
-    layer = BiGRU(UNITS)
-    layer(tf.zeros([1, 1, FEATURES]), tf.constant([1]))
-    traces = []
-
-    @tf.function(input_signature=[tf.TensorSpec([None, None, FEATURES]),
-                                  tf.TensorSpec([None], tf.int32)])
-    def gradients(x, lengths):
-        traces.append(1)
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_sum(layer(x, lengths) ** 2)
-        return tape.gradient(loss, layer.trainable_variables)
-
-    for batch, time in ((2, 3), (5, 2), (1, 7)):
-        x = tf.random.stateless_normal([batch, time, FEATURES], seed=[batch, time])
-        grads = gradients(x, tf.fill([batch], time))
-        assert all(float(tf.reduce_sum(tf.abs(g))) > 0 for g in grads)
-    assert len(traces) == 1
+    assert_gradients_reach_every_weight_and_trace_once(BiGRU(UNITS))
 
 
 def test_recurrent_dropout_trains_keras_gru_and_infers_with_its_weights():

@@ -60,8 +60,9 @@ def test_padding_does_not_change_valid_outputs():
                                layer(x, lengths).numpy()[0, :3], rtol=1e-6)
 
 
-def test_gradients_reach_every_weight_and_traces_once():
-    layer = BiLSTM(UNITS, return_sequences=True)
+def assert_gradients_reach_every_weight_and_trace_once(layer):
+    """``layer(x, lengths)``: every trainable weight gets a gradient, for several batch and time
+    sizes through one traced function (time >= 2, so recurrent kernels get one too)."""
     layer(tf.zeros([1, 1, FEATURES]), tf.constant([1]))
     traces = []
 
@@ -76,9 +77,12 @@ def test_gradients_reach_every_weight_and_traces_once():
     for batch, time in ((2, 3), (5, 2), (1, 7)):
         x = tf.random.stateless_normal([batch, time, FEATURES], seed=[batch, time])
         grads = gradients(x, tf.fill([batch], time))
-        # time >= 2, so the recurrent kernels get a gradient too
         assert all(float(tf.reduce_sum(tf.abs(g))) > 0 for g in grads)
     assert len(traces) == 1
+
+
+def test_gradients_reach_every_weight_and_traces_once():
+    assert_gradients_reach_every_weight_and_trace_once(BiLSTM(UNITS, return_sequences=True))
 
 
 def test_recurrent_dropout_uses_keras_lstm_and_config_round_trips():

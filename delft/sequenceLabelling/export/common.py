@@ -1,17 +1,15 @@
-"""What both export formats share: loading a model folder, writing an output folder atomically,
-the vocabularies a client needs, and the feature ids as the model reads them.
+"""What both export formats share: loading a model folder, the vocabularies a client needs, and
+the feature ids as the model reads them (folders are written by delft.utilities.atomic, as saves).
 """
-import contextlib
 import json
 import logging
 import os
-from typing import Iterator, List, Optional
+from typing import List, Optional
 
 import tensorflow as tf
 
 from delft.sequenceLabelling.models import architecture
 from delft.sequenceLabelling.preprocess import UNKNOWN_INDEX
-from delft.utilities import atomic
 from delft.utilities.errors import ModelLoadError
 
 logger = logging.getLogger(__name__)
@@ -51,27 +49,6 @@ def uses_transformer(sequence) -> bool:
         True for BERT_CRF and the like.
     """
     return architecture(sequence.model_config.architecture).family == "transformer"
-
-
-@contextlib.contextmanager
-def staged_directory(output: str) -> Iterator[str]:
-    """A fresh folder beside ``output`` to write into, replacing ``output`` in one step on
-    success, as a saved model does (:func:`delft.utilities.atomic.replaced_directory`).
-
-    A failed or interrupted export leaves no half-written ``output``, and an existing ``output``
-    is replaced only once the new one is complete.
-
-    Args:
-        output: the folder to create (or replace).
-
-    Yields:
-        The staging folder's path.
-
-    Raises:
-        ConfigurationError: ``output`` is a file.
-    """
-    with atomic.replaced_directory(output) as staging:
-        yield staging
 
 
 def write_json(path: str, value: dict) -> None:

@@ -17,8 +17,9 @@ import numpy as np
 import tensorflow as tf
 
 from delft.sequenceLabelling.export.common import (VOCAB_FILE, load_model_dir, model_feature_ids,
-                                                   staged_directory, vocabularies, write_json)
+                                                   vocabularies, write_json)
 from delft.sequenceLabelling.models import architecture
+from delft.utilities import atomic
 from delft.utilities.errors import ConfigurationError
 
 logger = logging.getLogger(__name__)
@@ -62,7 +63,7 @@ def export_onnx_bundle(model_dir: str, output: str, max_sequence_length: Optiona
     config = bundle_config(sequence, max_sequence_length, embeddings_name)
     columns = java_feature_columns(sequence.p)
     encoder = encoder_onnx(sequence, word_embedding_width(sequence), columns)
-    with staged_directory(output) as staging:
+    with atomic.replaced_directory(output) as staging:
         with open(os.path.join(staging, ENCODER_FILE), "wb") as out:
             out.write(encoder.SerializeToString())
         write_json(os.path.join(staging, CRF_FILE), crf_params(sequence.model))

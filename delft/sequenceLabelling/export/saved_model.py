@@ -16,8 +16,9 @@ import tensorflow as tf
 
 from delft.sequenceLabelling.casing import CASING_CLASSES
 from delft.sequenceLabelling.export.common import (VOCAB_FILE, load_model_dir, model_feature_ids,
-                                                   staged_directory, uses_transformer,
+                                                   uses_transformer,
                                                    vocabularies, write_json)
+from delft.utilities import atomic
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +77,7 @@ def export_saved_model(model_dir: str, output: str, sequence=None) -> str:
     """
     sequence = sequence or load_model_dir(model_dir)
     module = LabellingModule(sequence.model, sequence.p.batch_signature(False))
-    with staged_directory(output) as staging:
+    with atomic.replaced_directory(output) as staging:
         tf.saved_model.save(module, os.path.join(staging, SAVED_MODEL_DIR),
                             signatures={SIGNATURE: module.serve.get_concrete_function()})
         write_json(os.path.join(staging, VOCAB_FILE), saved_model_vocab(sequence, module))
