@@ -111,3 +111,36 @@ def test_checkpoint_of_another_training_is_refused_and_no_resume_starts_afresh(t
     assert epochs_logged(afresh.stderr) == list(range(1, EPOCHS + 1))
     assert relative_difference(weights_of(output / MODEL_NAME),
                                weights_of(tmp_path / "reference" / MODEL_NAME)) < 1e-5
+
+
+def test_a_second_training_into_a_claimed_folder_keeps_no_checkpoints(tmp_path, date_corpus,
+                                                                       caplog):
+    """Two trainings of one model into one folder: the first to start writes the checkpoints, the
+    second neither resumes from them, writes there nor removes them when it saves."""
+    import logging
+
+    from delft.sequenceLabelling import Sequence
+    from delft.sequenceLabelling.checkpoints import CLAIM_FILE, CheckpointsClaim
+
+    folder = tmp_path / CHECKPOINTS
+    first = CheckpointsClaim.take(str(folder))  # another open file: flock refuses it as a process
+    (folder / "checkpoint").write_text("the first training's\n")
+    x, y, _ = date_corpus
+    model = Sequence(MODEL_NAME, max_epoch=2, batch_size=20, seed=1, word_lstm_units=8,
+                     char_lstm_units=8, char_emb_size=8)
+    with caplog.at_level(logging.INFO):
+        model.train(x[:40], y[:40], x_valid=x[40:50], y_valid=y[40:50],
+                    checkpoint_dir=str(folder))
+    assert (f"{folder}: another training of this model is running (pid ") in caplog.text
+    assert "keeps its checkpoints there; this one keeps none (it cannot be resumed)" in caplog.text
+    assert "resuming" not in caplog.text
+    model.save(str(tmp_path))
+    assert sorted(p.name for p in folder.iterdir()) == [CLAIM_FILE, "checkpoint"]
+    assert (folder / "checkpoint").read_text() == "the first training's\n"
+    first.remove()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f".{MODEL_NAME}.lock", MODEL_NAME]
+    # the folder free again, the next training claims it, checkpoints, and removes it with its save
+    model.train(x[:40], y[:40], x_valid=x[40:50], y_valid=y[40:50], checkpoint_dir=str(folder))
+    assert (folder / "checkpoint").is_file()
+    model.save(str(tmp_path))
+    assert not folder.exists()

@@ -39,11 +39,13 @@ resume from the same checkpoint).
 """
 import contextlib
 import dataclasses
+import fcntl
 import json
 import logging
 import os
 import shutil
 import signal
+import socket
 import sys
 import threading
 import time
@@ -58,6 +60,7 @@ from delft.utilities.errors import ConfigurationError
 logger = logging.getLogger(__name__)
 
 CHECKPOINTS_SUFFIX = ".checkpoints"
+CLAIM_FILE = ".training.lock"  # inside the checkpoints folder: held by the training writing there
 PROGRESS_KEY = "progress/.ATTRIBUTES/py_state"  # where tf.train.Checkpoint keeps PythonState
 PREEMPTED_EXIT_CODE = 143  # 128 + SIGTERM, what the scheduler expects of a process it ended
 
@@ -71,11 +74,92 @@ def checkpoint_dir(models_dir, model_name):
     return os.path.join(models_dir, model_name + CHECKPOINTS_SUFFIX)
 
 
-def remove_checkpoints(directory, strategy):
-    """Remove ``directory`` (the chief does; the others have nothing there)."""
-    if directory and devices.is_chief(strategy) and os.path.isdir(directory):
-        shutil.rmtree(directory)
-        logger.info("checkpoints removed: %s", directory)
+class CheckpointsClaim:
+    """The lock that makes one training the writer of a checkpoints folder, until it is removed.
+
+    Two trainings of the same model into the same folder (two shells, a rerun while the first
+    still runs) would otherwise write, resume from and remove one folder together. The first
+    holds an ``fcntl.flock`` on ``<folder>/.training.lock`` from its start until its model is saved
+    (or the process ends: the kernel releases a dead holder's lock); the second keeps no
+    checkpoints and says so. With several workers the chief claims and the others follow its word.
+
+    >>> import tempfile, os; folder = os.path.join(tempfile.mkdtemp(), "m.checkpoints")
+    >>> first = CheckpointsClaim.take(folder); second = CheckpointsClaim.take(folder)
+    >>> (first is not None, second)
+    (True, None)
+    >>> first.remove(); os.path.exists(folder)
+    False
+    """
+
+    def __init__(self, directory, handle):
+        self.directory = directory
+        self._handle = handle  # the chief's; None on the other workers, which never write
+
+    @classmethod
+    def take(cls, directory, strategy=None):
+        """The claim on ``directory``, or None when a training running now holds it."""
+        chief = strategy is None or devices.is_chief(strategy)
+        handle = _lock_claim_file(directory) if chief else None
+        claimed = handle is not None or not chief
+        if strategy is not None and devices.worker_count(strategy) > 1:
+            claimed = bool(devices.chief_value(strategy, int(claimed)))
+        return cls(directory, handle) if claimed else None
+
+    def remove(self):
+        """Remove the folder (its checkpoints are replaced by the saved model) and let it go."""
+        if self._handle is not None:
+            shutil.rmtree(self.directory, ignore_errors=True)
+            logger.info("checkpoints removed: %s", self.directory)
+        self.release()
+
+    def release(self):
+        """Let another training claim the folder; its checkpoints stay (to resume from)."""
+        if self._handle is not None:
+            self._handle.close()  # closing the file releases its flock
+            self._handle = None
+
+    def has_checkpoints(self):
+        """Whether the folder holds anything beyond the claim (only the chief looks)."""
+        return self._handle is not None and set(os.listdir(self.directory)) != {CLAIM_FILE}
+
+    def clear(self):
+        """Remove every checkpoint in the folder, keeping the claim (``--no-resume``)."""
+        for entry in os.listdir(self.directory):
+            if entry != CLAIM_FILE:
+                path = os.path.join(self.directory, entry)
+                shutil.rmtree(path) if os.path.isdir(path) else os.unlink(path)
+
+
+def _lock_claim_file(directory):
+    """The open, locked claim file of ``directory`` (made if need be), or None if held."""
+    path = os.path.join(directory, CLAIM_FILE)
+    while True:
+        try:
+            os.makedirs(directory, exist_ok=True)
+            handle = open(path, "a+")
+        except OSError as error:
+            raise ConfigurationError(f"{directory}: cannot keep checkpoints there "
+                                     f"({error.strerror})") from None
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            handle.close()
+            logger.warning("%s: another training of this model is running (%s) and keeps its "
+                           "checkpoints there; this one keeps none (it cannot be resumed)",
+                           directory, holder)
+            return None
+        try:
+            same_file = os.stat(path).st_ino == os.fstat(handle.fileno()).st_ino
+        except FileNotFoundError:  # its holder removed the folder as we took the lock
+            same_file = False
+        if same_file:
+            handle.truncate(0)
+            handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+            handle.flush()
+            return handle
+        handle.close()
 
 
 class TrainingProgress:
@@ -159,8 +243,9 @@ class EpochCheckpoints:
     snapshot variables and assigns them to the model and the optimizer.
     """
 
-    def __init__(self, directory, strategy, model, optimizer, progress):
-        self.directory = directory
+    def __init__(self, claim, strategy, model, optimizer, progress):
+        self.claim = claim
+        self.directory = directory = claim.directory
         self.strategy = strategy
         self.progress = progress
         self._best_weights_saved = None
@@ -196,8 +281,8 @@ class EpochCheckpoints:
             True when training goes on from a checkpoint.
         """
         if not resume:
-            if devices.is_chief(self.strategy) and os.path.isdir(self.directory):
-                shutil.rmtree(self.directory)
+            if self.claim.has_checkpoints():
+                self.claim.clear()
                 logger.info("--no-resume: removed the checkpoints of an earlier run in %s",
                             self.directory)
             devices.wait_for_workers(self.strategy)  # nobody reads what the chief removes

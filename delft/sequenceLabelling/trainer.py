@@ -142,10 +142,11 @@ class Trainer:
 
     # -- epochs -------------------------------------------------------------------------------
     def train(self, train_corpus, train_labels, valid_corpus=None, valid_labels=None,
-              checkpoint_dir=None):
+              checkpoints_claim=None):
         """Train; with a validation set, stop early on its micro-F1 and restore the best weights.
 
-        With ``checkpoint_dir``, each epoch ends with a checkpoint there, and a checkpoint left by
+        With ``checkpoints_claim`` (a :class:`~delft.sequenceLabelling.checkpoints.CheckpointsClaim`),
+        each epoch ends with a checkpoint in its folder, and a checkpoint left by
         an interrupted run of the same training is resumed from unless ``config.resume`` is False
         (:mod:`delft.sequenceLabelling.checkpoints`).
         """
@@ -163,8 +164,8 @@ class Trainer:
                                                  "batch_size": self.batch_size, "seed": seed})
         self.history = progress.history
         checkpoints = None
-        if checkpoint_dir:
-            checkpoints = EpochCheckpoints(checkpoint_dir, self.strategy, self.model,
+        if checkpoints_claim:
+            checkpoints = EpochCheckpoints(checkpoints_claim, self.strategy, self.model,
                                            self.optimizer, progress)
             checkpoints.restore(config.resume)
         guard = checkpoints.preemption_guard() if checkpoints else contextlib.nullcontext(run_directly)

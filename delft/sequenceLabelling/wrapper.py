@@ -87,7 +87,7 @@ class Sequence:
         self.history = []
         self._strategy = None
         self._predictors = {}
-        self._checkpoint_dir = None
+        self._checkpoints_claim = None
 
     # -- building -----------------------------------------------------------------------------
     @property
@@ -171,11 +171,21 @@ class Sequence:
         trainer = Trainer(self.model, self.p, self.training_config, strategy,
                           self.model_config.batch_size, uses_transformer=self.uses_transformer)
         start = time.perf_counter()
-        self._checkpoint_dir = checkpoint_dir
+        self._claim_checkpoints(checkpoint_dir, strategy)
         self.history = trainer.train(train_corpus, train_labels, valid_corpus, valid_labels,
-                                     checkpoint_dir=checkpoint_dir)
+                                     checkpoints_claim=self._checkpoints_claim)
         logger.info("training runtime: %.1f s", time.perf_counter() - start)
         self.models = [self.model]
+
+    def _claim_checkpoints(self, checkpoint_dir, strategy):
+        """Hold ``checkpoint_dir`` for this training (None there: another training holds it)."""
+        if self._checkpoints_claim is not None:  # an earlier training of this object, not saved
+            self._checkpoints_claim.release()
+            self._checkpoints_claim = None
+        if checkpoint_dir:
+            from delft.sequenceLabelling.checkpoints import CheckpointsClaim
+
+            self._checkpoints_claim = CheckpointsClaim.take(checkpoint_dir, strategy)
 
     def _open_embeddings(self, loading_from=None):
         """Attach the word embeddings the config names to the preprocessor (nothing without).
@@ -408,10 +418,9 @@ class Sequence:
         with atomic.replaced_directory(target) as staging:
             self._write_model_files(staging)
         logger.info("model saved in %s", target)
-        from delft.sequenceLabelling.checkpoints import remove_checkpoints
-
-        remove_checkpoints(self._checkpoint_dir, strategy)  # the model saved replaces them
-        self._checkpoint_dir = None
+        if self._checkpoints_claim is not None:  # the model saved replaces its checkpoints
+            self._checkpoints_claim.remove()
+            self._checkpoints_claim = None
         devices.wait_for_workers(strategy)
         return target
 

@@ -278,7 +278,7 @@ def common_seed(strategy, seed):
     import numpy as np
 
     draw = int(np.random.default_rng().integers(0, 2 ** 31 - 1))
-    seed = int(_every_replica_value(strategy, draw)[0])
+    seed = int(chief_value(strategy, draw))
     logger.info("no seed given: the %d workers share the seed %d", worker_count(strategy), seed)
     return seed
 
@@ -327,6 +327,13 @@ def all_workers_agree(strategy, value):
     if worker_count(strategy) == 1:
         return True
     return bool((_every_replica_value(strategy, value) == value).all())
+
+
+def chief_value(strategy, value):
+    """The ``value`` (a number below 2**53) the chief holds, on every worker (a collective)."""
+    if worker_count(strategy) == 1:
+        return value
+    return _every_replica_value(strategy, value)[0]
 
 
 def _every_replica_value(strategy, value):
