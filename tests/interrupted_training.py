@@ -3,8 +3,7 @@
     python tests/interrupted_training.py SIGNAL:EPOCH:STEP|none TIMING_FILE -- grobidTagger args...
 
 The signal (SIGKILL or SIGTERM) is sent to this very process just before step STEP (counted from
-0) of epoch EPOCH, so the interruption falls at the same point on every run; the background write
-of the previous epoch's checkpoint is complete by then (how long it takes depends on the machine). TIMING_FILE receives
+0) of epoch EPOCH, so the interruption falls at the same point on every run. TIMING_FILE receives
 ``{"first_step": seconds from process start to the first training step}`` (or "-" for none).
 Used by tests/test_checkpoints.py and benchmarks/checkpoint_overhead.py.
 """
@@ -22,19 +21,14 @@ def main(argv=None):
     assert separator == "--", __doc__
     import delft  # noqa: F401  (logical devices before TensorFlow starts)
     from delft.applications import grobidTagger
-    from delft.sequenceLabelling.checkpoints import EpochCheckpoints
     from delft.sequenceLabelling.trainer import Trainer
 
     kill = None
     if spec != "none":
         name, epoch, step = spec.split(":")
         kill = (getattr(signal, name), int(epoch), int(step))
-    original, original_save = Trainer._run_epoch, EpochCheckpoints.save
-    first_step, checkpoints = [], []
-
-    def save(self):
-        checkpoints.append(self)
-        original_save(self)
+    original = Trainer._run_epoch
+    first_step = []
 
     def run_epoch(self, corpus, label_ids, progress, epoch, steps, run_step):
         def step(function, *args):
@@ -44,14 +38,12 @@ def main(argv=None):
                     with open(timing_file, "w") as out:
                         json.dump({"first_step": first_step[0]}, out)
             if kill and (epoch, progress.steps_done) == kill[1:]:
-                for written in checkpoints:
-                    written.wait()
                 os.kill(os.getpid(), kill[0])
             return run_step(function, *args)
 
         return original(self, corpus, label_ids, progress, epoch, steps, step)
 
-    Trainer._run_epoch, EpochCheckpoints.save = run_epoch, save
+    Trainer._run_epoch = run_epoch
     return grobidTagger.main(argv)
 
 

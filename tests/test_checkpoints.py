@@ -115,12 +115,13 @@ def test_checkpoint_of_another_training_is_refused_and_no_resume_starts_afresh(t
 
 def test_a_second_training_into_a_claimed_folder_keeps_no_checkpoints(tmp_path, date_corpus,
                                                                        caplog):
-    """Two trainings of one model into one folder: the first to start writes the checkpoints, the
-    second neither resumes from them, writes there nor removes them when it saves."""
+    """Two trainings of one model into one folder: the one training there writes the checkpoints;
+    another neither resumes from them, writes there nor removes them when it saves."""
     import logging
 
     from delft.sequenceLabelling import Sequence
-    from delft.sequenceLabelling.checkpoints import CLAIM_FILE, CheckpointsClaim
+    from delft.sequenceLabelling.checkpoints import (CLAIM_FILE, CheckpointsClaim,
+                                                     remove_checkpoints)
 
     folder = tmp_path / CHECKPOINTS
     first = CheckpointsClaim.take(str(folder))  # another open file: flock refuses it as a process
@@ -128,19 +129,97 @@ def test_a_second_training_into_a_claimed_folder_keeps_no_checkpoints(tmp_path, 
     x, y, _ = date_corpus
     model = Sequence(MODEL_NAME, max_epoch=2, batch_size=20, seed=1, word_lstm_units=8,
                      char_lstm_units=8, char_emb_size=8)
+
+    def train():
+        model.train(x[:40], y[:40], x_valid=x[40:50], y_valid=y[40:50], checkpoint_dir=str(folder))
+
     with caplog.at_level(logging.INFO):
-        model.train(x[:40], y[:40], x_valid=x[40:50], y_valid=y[40:50],
-                    checkpoint_dir=str(folder))
-    assert (f"{folder}: another training of this model is running (pid ") in caplog.text
-    assert "keeps its checkpoints there; this one keeps none (it cannot be resumed)" in caplog.text
-    assert "resuming" not in caplog.text
-    model.save(str(tmp_path))
-    assert sorted(p.name for p in folder.iterdir()) == [CLAIM_FILE, "checkpoint"]
-    assert (folder / "checkpoint").read_text() == "the first training's\n"
-    first.remove()
-    assert sorted(p.name for p in tmp_path.iterdir()) == [f".{MODEL_NAME}.lock", MODEL_NAME]
-    # the folder free again, the next training claims it, checkpoints, and removes it with its save
-    model.train(x[:40], y[:40], x_valid=x[40:50], y_valid=y[40:50], checkpoint_dir=str(folder))
-    assert (folder / "checkpoint").is_file()
-    model.save(str(tmp_path))
+        train()
+        assert f"{folder}: another training of this model is running (pid " in caplog.text
+        assert "keeps its checkpoints there; this one keeps none (it cannot be resumed)" \
+            in caplog.text and "resuming" not in caplog.text
+        model.save(str(tmp_path))
+        assert sorted(p.name for p in folder.iterdir()) == [CLAIM_FILE, "checkpoint"]
+        assert (folder / "checkpoint").read_text() == "the first training's\n"
+        first.release()
+        remove_checkpoints(str(folder))  # what the first training's save does
+        assert sorted(p.name for p in tmp_path.iterdir()) == [f".{MODEL_NAME}.lock", MODEL_NAME]
+        # the folder free: this training claims it and checkpoints; it holds it while it trains
+        caplog.clear()
+        train()
+        assert "another training" not in caplog.text
+        assert (folder / "checkpoint").is_file()
+        other = CheckpointsClaim.take(str(folder))  # released when the training ended
+        model.save(str(tmp_path))  # a training holds the folder now: its checkpoints stay
+        assert f"{folder}: kept, another training of this model is writing there" in caplog.text
+        assert (folder / "checkpoint").is_file()
+        other.release()
+        model.train(x[:40], y[:40], x_valid=x[40:50], y_valid=y[40:50], checkpoint_dir=str(folder))
+        assert "resuming from" in caplog.text  # the same training: its checkpoint is taken up
+        model.save(str(tmp_path))
     assert not folder.exists()
+
+
+def test_best_weights_are_written_apart_only_once_they_are_not_the_models(tmp_path):
+    """The model's variables are the best weights while the last epoch is the best: then no
+    best-<epoch> file; after a worse epoch it is written once, read back on resume, and removed
+    when a new best makes it stale."""
+    import keras
+
+    from delft.sequenceLabelling.checkpoints import (CheckpointsClaim, EpochCheckpoints,
+                                                     TrainingProgress)
+    from delft.sequenceLabelling.trainer import EarlyStopping
+    from delft.utilities import devices
+
+    strategy = devices.get_strategy(False)
+
+    def training():
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+        optimizer = keras.optimizers.Adam()
+        optimizer.build(model.trainable_variables)
+        progress = TrainingProgress(np.random.default_rng(1), EarlyStopping(),
+                                    {"rows": 10, "batch_size": 2, "seed": 1})
+        claim = CheckpointsClaim.take(str(tmp_path / "m.checkpoints"))
+        return model, progress, claim, EpochCheckpoints(claim, strategy, model, optimizer,
+                                                        progress)
+
+    def files():
+        return sorted(p.name.split(".")[0] for p in (tmp_path / "m.checkpoints").iterdir()
+                      if p.name.endswith(".index"))
+
+    model, progress, claim, checkpoints = training()
+    state = progress.early_stopping
+    first_weights = [w + 1 for w in model.get_weights()]
+    model.set_weights(first_weights)
+    state.best_epoch, state.best_weights = 1, model.get_weights()
+    progress.end_epoch(1, stopped_early=False)
+    checkpoints.save()
+    assert files() == ["ckpt-1"]  # the best weights are the model's: nothing apart
+    model.set_weights([w * 3 for w in first_weights])  # epoch 2, worse than epoch 1
+    progress.end_epoch(2, stopped_early=False)
+    checkpoints.save()
+    assert files() == ["best-1", "ckpt-2"]
+    progress.end_epoch(3, stopped_early=False)  # epoch 3, worse again: best-1 is not rewritten
+    written = (tmp_path / "m.checkpoints" / "best-1.index").stat().st_mtime_ns
+    checkpoints.save()
+    assert files() == ["best-1", "ckpt-3"]
+    assert (tmp_path / "m.checkpoints" / "best-1.index").stat().st_mtime_ns == written
+    claim.release()
+
+    model, progress, claim, checkpoints = training()  # the same training, run again
+    assert checkpoints.restore(resume=True)
+    assert progress.next_epoch == 4 and progress.early_stopping.best_epoch == 1
+    for restored, expected in zip(progress.early_stopping.best_weights, first_weights):
+        np.testing.assert_array_equal(restored, expected)
+    for restored, expected in zip(model.get_weights(), first_weights):
+        np.testing.assert_array_equal(restored, expected * 3)
+    state = progress.early_stopping
+    state.best_epoch, state.best_weights = 4, model.get_weights()  # epoch 4, a new best
+    progress.end_epoch(4, stopped_early=False)
+    checkpoints.save()
+    assert files() == ["ckpt-4"]  # best-1 is stale
+    progress.begin_epoch()
+    progress.step_done(1.0)  # a SIGTERM save in epoch 5: the model has moved on from its best
+    checkpoints.save()
+    assert files() == ["best-4", "ckpt-5"]
+    claim.release()

@@ -1,13 +1,14 @@
 """Preemption-safe training: a checkpoint at every epoch end, with TensorFlow's own machinery.
 
-A checkpoint is one ``tf.train.Checkpoint`` kept by a ``tf.train.CheckpointManager`` in
-``<models_dir>/<model_name>.checkpoints/`` (:func:`checkpoint_dir`). It holds:
+A checkpoint is one ``tf.train.Checkpoint`` in ``<models_dir>/<model_name>.checkpoints/``
+(:func:`checkpoint_dir`), the latest one, named by TensorFlow's ``checkpoint`` state file. It holds:
 
 - the model's variables (weights, and the seed state of its dropout layers) and the optimizer's
   (moments, iteration count, learning rate: the state of the plateau and exponential schedules;
   the transformers' warm-up/decay schedule is a function of the iteration count; the loss scale);
-- the best weights so far, which early stopping restores at the end;
-- the :class:`TrainingProgress` (a ``tf.train.experimental.PythonState``): the epoch to run next,
+- the best weights so far, which early stopping restores at the end (``best-<epoch>`` beside it,
+  written once when they stop being the model's own);
+- the :class:`TrainingProgress`, as JSON in a string variable: the epoch to run next,
   the state of the numpy Generator its data order is drawn from, the steps of that epoch already
   applied and their summed loss, early stopping's counters, the history, and what the data order
   depends on (rows, global batch, seed), so that a checkpoint of another training is refused.
@@ -16,9 +17,9 @@ The same training run again restores the latest checkpoint, says so, and goes on
 (the history is kept), the data order is the one the uninterrupted run draws, and the final
 weights are those of an uninterrupted run. ``resume=False`` (``--no-resume``) removes it first.
 
-A save costs the training a snapshot (the variables copied to host variables in one compiled
-call); the checkpoint is written from it in a background thread while the next epoch trains
-(``benchmarks/checkpoint_overhead.py`` measures both).
+A save is one compiled write of the variables as they are (no copy; the best weights are
+written apart only when they are no longer the model's): on the date model it costs a few
+milliseconds, on MiniLM the time to write its ~270 MB (``benchmarks/checkpoint_overhead.py``).
 
 What covers which end of a process:
 
@@ -31,15 +32,16 @@ What covers which end of a process:
   process exits with code 143. Only a process's main thread can catch a signal: run from another
   thread (GROBID's JEP interpreters) the handler is not installed, and per-epoch checkpoints remain.
 
-With several workers the chief alone writes: a snapshot is the worker's own copy of the mirrored
-variables, so writing it needs no collective (the reason TF's recipe has every worker save, the
-others into a temporary directory, is a save that reads distributed variables). Every worker
+With several workers the chief alone writes: a mirrored variable is read from the worker's own copy,
+so writing needs no collective (the reason TF's recipe has every worker save, the others into a
+temporary directory, is a save that reads variables aggregated across workers). Every worker
 restores from the chief's directory: it must be on a filesystem they share (they check that they
 resume from the same checkpoint).
 """
 import contextlib
 import dataclasses
 import fcntl
+import glob
 import json
 import logging
 import os
@@ -51,17 +53,16 @@ import threading
 import time
 
 import keras
-import numpy as np
 import tensorflow as tf
 
-from delft.utilities import devices
+from delft.utilities import atomic, devices
 from delft.utilities.errors import ConfigurationError
 
 logger = logging.getLogger(__name__)
 
 CHECKPOINTS_SUFFIX = ".checkpoints"
 CLAIM_FILE = ".training.lock"  # inside the checkpoints folder: held by the training writing there
-PROGRESS_KEY = "progress/.ATTRIBUTES/py_state"  # where tf.train.Checkpoint keeps PythonState
+PROGRESS_KEY = "progress/.ATTRIBUTES/VARIABLE_VALUE"  # the progress JSON in a checkpoint
 PREEMPTED_EXIT_CODE = 143  # 128 + SIGTERM, what the scheduler expects of a process it ended
 
 
@@ -75,19 +76,20 @@ def checkpoint_dir(models_dir, model_name):
 
 
 class CheckpointsClaim:
-    """The lock that makes one training the writer of a checkpoints folder, until it is removed.
+    """The lock that makes one training the writer of a checkpoints folder while it trains.
 
     Two trainings of the same model into the same folder (two shells, a rerun while the first
     still runs) would otherwise write, resume from and remove one folder together. The first
-    holds an ``fcntl.flock`` on ``<folder>/.training.lock`` from its start until its model is saved
-    (or the process ends: the kernel releases a dead holder's lock); the second keeps no
-    checkpoints and says so. With several workers the chief claims and the others follow its word.
+    holds an ``fcntl.flock`` on ``<folder>/.training.lock`` while it trains (the kernel releases a
+    dead holder's lock); the second keeps no checkpoints and says so. The save that follows a
+    training removes the folder only if it can claim it (:func:`remove_checkpoints`). With
+    several workers the chief claims and the others follow its word.
 
     >>> import tempfile, os; folder = os.path.join(tempfile.mkdtemp(), "m.checkpoints")
     >>> first = CheckpointsClaim.take(folder); second = CheckpointsClaim.take(folder)
     >>> (first is not None, second)
     (True, None)
-    >>> first.remove(); os.path.exists(folder)
+    >>> first.release(); remove_checkpoints(folder); os.path.exists(folder)
     False
     """
 
@@ -103,14 +105,12 @@ class CheckpointsClaim:
         claimed = handle is not None or not chief
         if strategy is not None and devices.worker_count(strategy) > 1:
             claimed = bool(devices.chief_value(strategy, int(claimed)))
-        return cls(directory, handle) if claimed else None
-
-    def remove(self):
-        """Remove the folder (its checkpoints are replaced by the saved model) and let it go."""
-        if self._handle is not None:
-            shutil.rmtree(self.directory, ignore_errors=True)
-            logger.info("checkpoints removed: %s", self.directory)
-        self.release()
+        if not claimed:
+            logger.warning("%s: another training of this model is running (%s) and keeps its "
+                           "checkpoints there; this one keeps none (it cannot be resumed)",
+                           directory, _holder(directory))
+            return None
+        return cls(directory, handle)
 
     def release(self):
         """Let another training claim the folder; its checkpoints stay (to resume from)."""
@@ -130,6 +130,28 @@ class CheckpointsClaim:
                 shutil.rmtree(path) if os.path.isdir(path) else os.unlink(path)
 
 
+def remove_checkpoints(directory):
+    """Remove ``directory`` once its model is saved, unless a training running now claims it."""
+    if not os.path.isdir(directory):
+        return
+    handle = _lock_claim_file(directory)
+    if handle is None:
+        logger.info("%s: kept, another training of this model is writing there (%s)", directory,
+                    _holder(directory))
+        return
+    with handle:
+        shutil.rmtree(directory, ignore_errors=True)
+    logger.info("checkpoints removed: %s", directory)
+
+
+def _holder(directory):
+    """Who holds the claim on ``directory``, as the holder wrote it."""
+    with contextlib.suppress(OSError):
+        with open(os.path.join(directory, CLAIM_FILE)) as claim_file:
+            return claim_file.read().strip() or "another process"
+    return "another process"
+
+
 def _lock_claim_file(directory):
     """The open, locked claim file of ``directory`` (made if need be), or None if held."""
     path = os.path.join(directory, CLAIM_FILE)
@@ -143,12 +165,7 @@ def _lock_claim_file(directory):
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
             handle.close()
-            logger.warning("%s: another training of this model is running (%s) and keeps its "
-                           "checkpoints there; this one keeps none (it cannot be resumed)",
-                           directory, holder)
             return None
         try:
             same_file = os.stat(path).st_ino == os.fstat(handle.fileno()).st_ino
@@ -163,7 +180,7 @@ def _lock_claim_file(directory):
 
 
 class TrainingProgress:
-    """Where training stands; the checkpoint stores it as JSON (:class:`SavedProgress`).
+    """Where training stands; the checkpoint stores it as JSON (:meth:`serialize`).
 
     ``early_stopping`` is the trainer's dataclass; its fields other than the weights are kept.
     """
@@ -216,62 +233,33 @@ class TrainingProgress:
             setattr(self.early_stopping, name, value)
 
 
-class SavedProgress(tf.train.experimental.PythonState):
-    """The progress as it stood at the last snapshot: the checkpoint is written after it, in a
-    background thread, while training goes on."""
-
-    def __init__(self, progress):
-        self.progress = progress
-        self.text = progress.serialize()
-
-    def serialize(self):
-        return self.text
-
-    def deserialize(self, string_value):
-        self.text = string_value.decode() if isinstance(string_value, bytes) else string_value
-        self.progress.deserialize(self.text)
-
-
 class EpochCheckpoints:
-    """The checkpoints of one training run in ``directory`` (see the module's docstring).
+    """The checkpoints of one training run in its claimed folder (see the module's docstring).
 
-    A save takes a snapshot (one compiled copy of the model's and the optimizer's variables into
-    host variables) and writes it with ``CheckpointManager.save`` in a
-    background thread while the next epoch trains; the next save, a SIGTERM save and the end of
-    training wait for that write. The snapshot is this worker's own copy, so a save needs no other
-    worker: with several workers the chief alone writes. Restoring reads the checkpoint into the
-    snapshot variables and assigns them to the model and the optimizer.
+    A save writes the model's and the optimizer's variables as they are, with the progress, in
+    one compiled call (``tf.train.Checkpoint.write`` traced once: an eager save re-walks the
+    object graph in Python each time, 5x slower on the date model), then points TensorFlow's
+    ``checkpoint`` state file at it and removes the previous one. Nothing is copied: no host
+    snapshot, no second set of best weights in memory. The best weights are written only when they
+    are no longer the model's own (after an epoch below the best), once, as ``best-<epoch>``.
+    With several workers the chief alone writes: reading a mirrored variable is local.
     """
 
     def __init__(self, claim, strategy, model, optimizer, progress):
         self.claim = claim
-        self.directory = directory = claim.directory
+        self.directory = claim.directory
         self.strategy = strategy
         self.progress = progress
-        self._best_weights_saved = None
-        self._writer = None
-        self._write_error = None
-        self.live = {"model": [_tensorflow_variable(v) for v in model.variables],
-                     "optimizer": [_tensorflow_variable(v) for v in optimizer.variables]}
-        with tf.device("CPU:0"):  # host copies: no accelerator memory taken
-            self.snapshot = {part: [tf.Variable(tf.zeros(v.shape, v.dtype), trainable=False)
-                                    for v in variables]
-                             for part, variables in self.live.items()}
-            self.best_weights = [tf.Variable(np.zeros(w.shape, w.dtype), trainable=False)
-                                 for w in model.get_weights()]
-        pairs = [(source, target) for part in self.live
-                 for source, target in zip(self.live[part], self.snapshot[part])]
-
-        def copy_to_snapshot():
-            for source, target in pairs:
-                target.assign(source)
-
-        self._copy_to_snapshot = tf.function(copy_to_snapshot)
-        self.saved_progress = SavedProgress(progress)
+        self.model = model
+        self._best_written = None  # the epoch whose best weights are in a best-<epoch> file
+        with tf.device("CPU:0"):
+            self.progress_text = tf.Variable("", dtype=tf.string, trainable=False)
         self.checkpoint = tf.train.Checkpoint(
-            model=self.snapshot["model"], optimizer=self.snapshot["optimizer"],
-            best_weights=self.best_weights, progress=self.saved_progress)
-        self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=1)
+            model=[_tensorflow_variable(v) for v in model.variables],
+            optimizer=[_tensorflow_variable(v) for v in optimizer.variables],
+            progress=self.progress_text)
+        self._compiled_write = None  # traced at the first save, once the handler has attached
+        self._latest = None  # the name of the latest checkpoint, e.g. "ckpt-3"
 
     # -- restore ------------------------------------------------------------------------------
     def restore(self, resume):
@@ -286,31 +274,30 @@ class EpochCheckpoints:
                 logger.info("--no-resume: removed the checkpoints of an earlier run in %s",
                             self.directory)
             devices.wait_for_workers(self.strategy)  # nobody reads what the chief removes
-            # a manager reads the directory when made: this one knows it is empty
-            self.manager = tf.train.CheckpointManager(self.checkpoint, self.directory,
-                                                      max_to_keep=1)
             return False
-        latest = self.manager.latest_checkpoint
+        latest = tf.train.latest_checkpoint(self.directory)
         self._check_workers_agree(latest)
         if latest is None:
             return False
+        self._latest = os.path.basename(latest)
         start = time.perf_counter()
         self._check_same_training(latest)
         try:
             # what the checkpoint has beyond this object graph (the preemption handler's step
             # count) is restored when the handler attaches it
-            self.checkpoint.restore(latest).assert_existing_objects_matched().expect_partial()
+            self.checkpoint.read(latest).assert_existing_objects_matched().expect_partial()
         except (AssertionError, ValueError, tf.errors.OpError) as error:
             first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
             raise ConfigurationError(f"{latest}: a checkpoint of another model ({first_line}); "
                                      "--no-resume starts afresh") from None
-        for part in self.live:
-            for variable, value in zip(self.live[part], self.snapshot[part]):
-                variable.assign(value)
         progress = self.progress
-        if progress.early_stopping.best_epoch:
-            progress.early_stopping.best_weights = [v.numpy() for v in self.best_weights]
-            self._best_weights_saved = progress.early_stopping.best_weights
+        progress.deserialize(self.progress_text.numpy().decode())
+        state = progress.early_stopping
+        if state.best_epoch and self._best_is_current():
+            state.best_weights = self.model.get_weights()
+        elif state.best_epoch:
+            state.best_weights = self._read_best(state.best_epoch)
+            self._best_written = state.best_epoch
         if progress.stopped_early:
             going_on = "early stopping had ended the training: its best weights are kept"
         else:
@@ -348,44 +335,58 @@ class EpochCheckpoints:
 
     # -- save ---------------------------------------------------------------------------------
     def save(self):
-        """Snapshot where training stands and write it in the background (the chief does)."""
+        """Write where training stands (the chief does; the others have nothing to do)."""
         if not devices.is_chief(self.strategy):
             return
-        self._snapshot()
-        self._writer = threading.Thread(target=self._write, name="delft-checkpoint", daemon=True)
-        self._writer.start()
+        state, progress = self.progress.early_stopping, self.progress
+        if state.best_epoch and not self._best_is_current() \
+                and self._best_written != state.best_epoch:
+            self._write_best(state)
+        self.progress_text.assign(progress.serialize())
+        if self._compiled_write is None:
+            self._compiled_write = tf.function(lambda prefix: self.checkpoint.write(prefix))
+        previous = self._latest
+        self._latest = f"ckpt-{int(previous.rsplit('-', 1)[1]) + 1 if previous else 1}"
+        self._compiled_write(tf.constant(os.path.join(self.directory, self._latest)))
+        # TensorFlow's state file, replaced in one rename: a kill leaves it naming a complete
+        # checkpoint (relative: the folder may move); not synced, as TF syncs no checkpoint file
+        with atomic.replaced_file(os.path.join(self.directory, "checkpoint"),
+                                  durable=False) as state_file:
+            state_file.write(f'model_checkpoint_path: "{self._latest}"\n'
+                             f'all_model_checkpoint_paths: "{self._latest}"\n')
+        stale = [os.path.join(self.directory, previous)] if previous else []
+        for prefix in stale + self._stale_best_files(state):
+            for path in glob.glob(glob.escape(prefix) + ".*"):
+                os.unlink(path)
 
-    def save_now(self):
-        """Snapshot and write before returning (the preemption handler's save, before exit)."""
-        if devices.is_chief(self.strategy):
-            self._snapshot()
-            self._write()
-            self.wait()
+    def _best_is_current(self):
+        """Whether early stopping's best weights are the model's now (none to write apart)."""
+        progress = self.progress
+        return progress.early_stopping.best_epoch == progress.next_epoch - 1 \
+            and progress.steps_done == 0
 
-    def wait(self):
-        """Return once the checkpoint being written is complete (raise what its write raised)."""
-        if self._writer is not None:
-            self._writer.join()
-            self._writer = None
-        if self._write_error is not None:
-            error, self._write_error = self._write_error, None
-            raise error
+    def _write_best(self, state):
+        with tf.device("CPU:0"):  # held for this write only
+            weights = [tf.Variable(w, trainable=False) for w in state.best_weights]
+        tf.train.Checkpoint(best_weights=weights).write(self._best_prefix(state.best_epoch))
+        self._best_written = state.best_epoch
 
-    def _snapshot(self):
-        self.wait()  # the snapshot variables are free again
-        state = self.progress.early_stopping
-        if state.best_weights is not None and state.best_weights is not self._best_weights_saved:
-            for variable, value in zip(self.best_weights, state.best_weights):
-                variable.assign(value)
-            self._best_weights_saved = state.best_weights
-        self._copy_to_snapshot()
-        self.saved_progress.text = self.progress.serialize()
+    def _read_best(self, epoch):
+        reader = tf.train.load_checkpoint(self._best_prefix(epoch))
+        count = len(self.model.weights)
+        return [reader.get_tensor(f"best_weights/{i}/.ATTRIBUTES/VARIABLE_VALUE")
+                for i in range(count)]
 
-    def _write(self):
-        try:
-            self.manager.save()
-        except Exception as error:  # raised in the training thread by wait()
-            self._write_error = error
+    def _best_prefix(self, epoch):
+        return os.path.join(self.directory, f"best-{epoch}")
+
+    def _stale_best_files(self, state):
+        """The best-<epoch> files no checkpoint needs any more."""
+        keep = self._best_prefix(self._best_written) if self._best_written == state.best_epoch \
+            and not self._best_is_current() else None
+        found = {path.rsplit(".", 1)[0]
+                 for path in glob.glob(os.path.join(glob.escape(self.directory), "best-*.index"))}
+        return sorted(found - {keep})
 
     # -- SIGTERM ------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -396,10 +397,12 @@ class EpochCheckpoints:
             yield run_directly
             return
         previous = signal.getsignal(signal.SIGTERM)
+        # made after restore(): a manager reads the folder when made, the handler restores from it
+        manager = tf.train.CheckpointManager(self.checkpoint, self.directory, max_to_keep=1)
         handler = tf.distribute.experimental.PreemptionCheckpointHandler(
-            getattr(self.strategy, "cluster_resolver", None), self.manager,
+            getattr(self.strategy, "cluster_resolver", None), manager,
             termination_config=tf.distribute.experimental.TerminationConfig(
-                exit_fn=self._exit_preempted, save_fn=self.save_now))
+                exit_fn=self._exit_preempted, save_fn=self.save))
         try:
             yield handler.run
         finally:

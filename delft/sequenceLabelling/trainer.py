@@ -191,8 +191,6 @@ class Trainer:
                     checkpoints.save()
                 if stop:
                     break
-        if checkpoints:
-            checkpoints.wait()  # the last checkpoint is complete before the model is saved
         if state.best_weights is not None:
             self.model.set_weights(state.best_weights)
             logger.info("restored the weights of epoch %d (validation F1 %.4f)", state.best_epoch,

@@ -87,7 +87,7 @@ class Sequence:
         self.history = []
         self._strategy = None
         self._predictors = {}
-        self._checkpoints_claim = None
+        self._checkpoint_dir = None  # what this object's last training wrote: save removes it
 
     # -- building -----------------------------------------------------------------------------
     @property
@@ -171,21 +171,22 @@ class Sequence:
         trainer = Trainer(self.model, self.p, self.training_config, strategy,
                           self.model_config.batch_size, uses_transformer=self.uses_transformer)
         start = time.perf_counter()
-        self._claim_checkpoints(checkpoint_dir, strategy)
-        self.history = trainer.train(train_corpus, train_labels, valid_corpus, valid_labels,
-                                     checkpoints_claim=self._checkpoints_claim)
+        self.history = self._train_claiming(trainer, (train_corpus, train_labels, valid_corpus,
+                                                      valid_labels), checkpoint_dir, strategy)
         logger.info("training runtime: %.1f s", time.perf_counter() - start)
         self.models = [self.model]
 
-    def _claim_checkpoints(self, checkpoint_dir, strategy):
-        """Hold ``checkpoint_dir`` for this training (None there: another training holds it)."""
-        if self._checkpoints_claim is not None:  # an earlier training of this object, not saved
-            self._checkpoints_claim.release()
-            self._checkpoints_claim = None
-        if checkpoint_dir:
-            from delft.sequenceLabelling.checkpoints import CheckpointsClaim
+    def _train_claiming(self, trainer, data, checkpoint_dir, strategy):
+        """``trainer.train`` holding ``checkpoint_dir`` for its checkpoints while it runs."""
+        from delft.sequenceLabelling.checkpoints import CheckpointsClaim
 
-            self._checkpoints_claim = CheckpointsClaim.take(checkpoint_dir, strategy)
+        claim = CheckpointsClaim.take(checkpoint_dir, strategy) if checkpoint_dir else None
+        self._checkpoint_dir = checkpoint_dir if claim else None
+        try:
+            return trainer.train(*data, checkpoints_claim=claim)
+        finally:
+            if claim:
+                claim.release()
 
     def _open_embeddings(self, loading_from=None):
         """Attach the word embeddings the config names to the preprocessor (nothing without).
@@ -418,9 +419,11 @@ class Sequence:
         with atomic.replaced_directory(target) as staging:
             self._write_model_files(staging)
         logger.info("model saved in %s", target)
-        if self._checkpoints_claim is not None:  # the model saved replaces its checkpoints
-            self._checkpoints_claim.remove()
-            self._checkpoints_claim = None
+        if self._checkpoint_dir:  # the model saved replaces its training's checkpoints
+            from delft.sequenceLabelling.checkpoints import remove_checkpoints
+
+            remove_checkpoints(self._checkpoint_dir)
+            self._checkpoint_dir = None
         devices.wait_for_workers(strategy)
         return target
 

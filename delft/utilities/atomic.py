@@ -240,12 +240,14 @@ def replaced_directory(path):
 
 
 @contextlib.contextmanager
-def replaced_file(path, encoding="utf-8"):
+def replaced_file(path, encoding="utf-8", durable=True):
     """Yield a text stream whose content, once the block ends, replaces ``path`` in one rename.
 
     If the block raises, ``path`` keeps what it held and no partial file is left. With ``path``
     None the content is copied to stdout once complete (never a partial document there either).
-    A symbolic link at ``path`` is followed: the file it points to is replaced.
+    A symbolic link at ``path`` is followed: the file it points to is replaced. ``durable``: the
+    content reaches the disk before the rename (False where a power cut may lose the file
+    anyway, and only a killed process must leave it whole).
     """
     if path is None:
         with tempfile.TemporaryFile("w+", encoding=encoding) as stream:
@@ -261,7 +263,8 @@ def replaced_file(path, encoding="utf-8"):
         with os.fdopen(descriptor, "w", encoding=encoding) as stream:
             yield stream
             stream.flush()
-            os.fsync(stream.fileno())
+            if durable:
+                os.fsync(stream.fileno())
         mode = os.stat(target).st_mode & 0o7777 if os.path.exists(target) else _file_mode()
         os.chmod(temporary, mode)
         os.replace(temporary, target)
