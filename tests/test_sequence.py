@@ -59,6 +59,22 @@ def test_eval_matches_seqeval_on_real_predictions(trained_date):
     assert scores["micro"]["support"] == int(reference["micro avg"]["support"])
 
 
+def test_validation_eval_and_tag_share_one_traced_step(trained_date):
+    """The predictor validation used during training serves eval and tag: traced once."""
+    from delft.sequenceLabelling import Sequence
+
+    model = Sequence("date-small", max_epoch=1, batch_size=20, word_lstm_units=8,
+                     char_lstm_units=8, char_emb_size=8, seed=1)
+    x, y = trained_date.x_train[:40], trained_date.y_train[:40]
+    model.train(x, y, x_valid=trained_date.x_valid[:10], y_valid=trained_date.y_valid[:10])
+    [predictor] = model._predictors.values()  # validation's
+    assert predictor._step.experimental_get_tracing_count() == 1
+    model.eval(trained_date.x_eval, trained_date.y_eval)
+    model.tag(trained_date.x_eval[:3], None)
+    assert list(model._predictors.values()) == [predictor]
+    assert predictor._step.experimental_get_tracing_count() == 1
+
+
 def test_eval_logs_report_and_prints_nothing(trained_date, capsys, caplog):
     import logging
 

@@ -142,13 +142,14 @@ class Trainer:
 
     # -- epochs -------------------------------------------------------------------------------
     def train(self, train_corpus, train_labels, valid_corpus=None, valid_labels=None,
-              checkpoints_claim=None):
+              checkpoints_claim=None, predictor=None):
         """Train; with a validation set, stop early on its micro-F1 and restore the best weights.
 
         With ``checkpoints_claim`` (a :class:`~delft.sequenceLabelling.checkpoints.CheckpointsClaim`),
         each epoch ends with a checkpoint in its folder, and a checkpoint left by
         an interrupted run of the same training is resumed from unless ``config.resume`` is False
-        (:mod:`delft.sequenceLabelling.checkpoints`).
+        (:mod:`delft.sequenceLabelling.checkpoints`). ``predictor``: the
+        :class:`~delft.sequenceLabelling.tagger.Predictor` validation uses (made if None).
         """
         config = self.config
         seed = devices.common_seed(self.strategy, config.seed)
@@ -157,7 +158,7 @@ class Trainer:
         if self.optimizer is None:
             self.build_optimizer(steps)
         if valid_corpus is not None:
-            predictor = Predictor(self.model, self.preprocessor, self.strategy)
+            predictor = predictor or Predictor(self.model, self.preprocessor, self.strategy)
             valid_truth = [self.preprocessor.decode_labels(ids) for ids in valid_labels]
         state = EarlyStopping()
         progress = TrainingProgress(rng, state, {"rows": int(train_corpus.num_rows),

@@ -171,19 +171,21 @@ class Sequence:
         trainer = Trainer(self.model, self.p, self.training_config, strategy,
                           self.model_config.batch_size, uses_transformer=self.uses_transformer)
         start = time.perf_counter()
-        self.history = self._train_claiming(trainer, (train_corpus, train_labels, valid_corpus,
-                                                      valid_labels), checkpoint_dir, strategy)
+        # validation's predictor is the one eval and tag use next: its step is traced once
+        self.history = self._train_claiming(
+            trainer, (train_corpus, train_labels, valid_corpus, valid_labels), checkpoint_dir,
+            strategy, self._predictor(strategy) if valid_corpus is not None else None)
         logger.info("training runtime: %.1f s", time.perf_counter() - start)
         self.models = [self.model]
 
-    def _train_claiming(self, trainer, data, checkpoint_dir, strategy):
+    def _train_claiming(self, trainer, data, checkpoint_dir, strategy, predictor):
         """``trainer.train`` holding ``checkpoint_dir`` for its checkpoints while it runs."""
         from delft.sequenceLabelling.checkpoints import CheckpointsClaim
 
         claim = CheckpointsClaim.take(checkpoint_dir, strategy) if checkpoint_dir else None
         self._checkpoint_dir = checkpoint_dir if claim else None
         try:
-            return trainer.train(*data, checkpoints_claim=claim)
+            return trainer.train(*data, checkpoints_claim=claim, predictor=predictor)
         finally:
             if claim:
                 claim.release()
@@ -307,16 +309,19 @@ class Sequence:
         return scores
 
     # -- tagging ------------------------------------------------------------------------------
-    def _predict_labels(self, sequences, features=None, multi_gpu=False, batch_size=None,
-                        window_stride=None):
+    def _predictor(self, strategy):
+        """The predictor of the model on ``strategy``, made once (its step traced once)."""
         from delft.sequenceLabelling.tagger import Predictor
 
+        if id(strategy) not in self._predictors:
+            self._predictors[id(strategy)] = Predictor(self.model, self.p, strategy)
+        return self._predictors[id(strategy)]
+
+    def _predict_labels(self, sequences, features=None, multi_gpu=False, batch_size=None,
+                        window_stride=None):
         if self.model is None:
             raise ModelLoadError("no model: train or load one before tagging")
-        strategy = self._use_strategy(multi_gpu)
-        predictor = self._predictors.get(id(strategy))
-        if predictor is None:
-            predictor = self._predictors[id(strategy)] = Predictor(self.model, self.p, strategy)
+        predictor = self._predictor(self._use_strategy(multi_gpu))
         features = self._features_for(features)
         inputs.check_features(features, sequences)
         corpus = self.p.encode(sequences, features,
