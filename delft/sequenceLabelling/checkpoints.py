@@ -130,6 +130,18 @@ class CheckpointsClaim:
                 shutil.rmtree(path) if os.path.isdir(path) else os.unlink(path)
 
 
+@contextlib.contextmanager
+def claimed(directory, strategy):
+    """Yield the claim on ``directory`` for a training, released when it ends (None without a
+    directory, or when another training holds it)."""
+    claim = CheckpointsClaim.take(directory, strategy) if directory else None
+    try:
+        yield claim
+    finally:
+        if claim:
+            claim.release()
+
+
 def remove_checkpoints(directory):
     """Remove ``directory`` once its model is saved, unless a training running now claims it."""
     if not os.path.isdir(directory):

@@ -149,6 +149,7 @@ class Sequence:
         if x_valid is not None and len(x_valid):
             inputs.check_labelled(x_valid, y_valid, f_valid, "validation")
         inputs.warn_if_one_label(y_train)
+        from delft.sequenceLabelling.checkpoints import claimed
         from delft.sequenceLabelling.trainer import Trainer
 
         strategy = self._use_strategy(multi_gpu)
@@ -171,24 +172,14 @@ class Sequence:
         trainer = Trainer(self.model, self.p, self.training_config, strategy,
                           self.model_config.batch_size, uses_transformer=self.uses_transformer)
         start = time.perf_counter()
-        # validation's predictor is the one eval and tag use next: its step is traced once
-        self.history = self._train_claiming(
-            trainer, (train_corpus, train_labels, valid_corpus, valid_labels), checkpoint_dir,
-            strategy, self._predictor(strategy) if valid_corpus is not None else None)
+        with claimed(checkpoint_dir, strategy) as claim:
+            self._checkpoint_dir = claim.directory if claim else None
+            # validation's predictor is the one eval and tag use next: its step is traced once
+            self.history = trainer.train(
+                train_corpus, train_labels, valid_corpus, valid_labels, checkpoints_claim=claim,
+                predictor=self._predictor(strategy) if valid_corpus is not None else None)
         logger.info("training runtime: %.1f s", time.perf_counter() - start)
         self.models = [self.model]
-
-    def _train_claiming(self, trainer, data, checkpoint_dir, strategy, predictor):
-        """``trainer.train`` holding ``checkpoint_dir`` for its checkpoints while it runs."""
-        from delft.sequenceLabelling.checkpoints import CheckpointsClaim
-
-        claim = CheckpointsClaim.take(checkpoint_dir, strategy) if checkpoint_dir else None
-        self._checkpoint_dir = checkpoint_dir if claim else None
-        try:
-            return trainer.train(*data, checkpoints_claim=claim, predictor=predictor)
-        finally:
-            if claim:
-                claim.release()
 
     def _open_embeddings(self, loading_from=None):
         """Attach the word embeddings the config names to the preprocessor (nothing without).
