@@ -351,14 +351,20 @@ class EpochCheckpoints:
         if not devices.is_chief(self.strategy):
             return
         state, progress = self.progress.early_stopping, self.progress
-        if state.best_epoch and not self._best_is_current() \
-                and self._best_written != state.best_epoch:
+        best_is_current = self._best_is_current()
+        # what this save makes stale, removed once it is written: the previous checkpoint, and a
+        # best-<epoch> file that no longer holds the best weights kept apart
+        stale = [self._latest] if self._latest else []
+        if self._best_written is not None and (best_is_current
+                                               or self._best_written != state.best_epoch):
+            stale.append(f"best-{self._best_written}")
+            self._best_written = None
+        if state.best_epoch and not best_is_current and self._best_written is None:
             self._write_best(state)
         self.progress_text.assign(progress.serialize())
         if self._compiled_write is None:
             self._compiled_write = tf.function(lambda prefix: self.checkpoint.write(prefix))
-        previous = self._latest
-        self._latest = f"ckpt-{int(previous.rsplit('-', 1)[1]) + 1 if previous else 1}"
+        self._latest = f"ckpt-{int(stale[0].rsplit('-', 1)[1]) + 1 if self._latest else 1}"
         self._compiled_write(tf.constant(os.path.join(self.directory, self._latest)))
         # TensorFlow's state file, replaced in one rename: a kill leaves it naming a complete
         # checkpoint (relative: the folder may move); not synced, as TF syncs no checkpoint file
@@ -366,9 +372,8 @@ class EpochCheckpoints:
                                   durable=False) as state_file:
             state_file.write(f'model_checkpoint_path: "{self._latest}"\n'
                              f'all_model_checkpoint_paths: "{self._latest}"\n')
-        stale = [os.path.join(self.directory, previous)] if previous else []
-        for prefix in stale + self._stale_best_files(state):
-            for path in glob.glob(glob.escape(prefix) + ".*"):
+        for name in stale:
+            for path in glob.glob(glob.escape(os.path.join(self.directory, name)) + ".*"):
                 os.unlink(path)
 
     def _best_is_current(self):
@@ -391,14 +396,6 @@ class EpochCheckpoints:
 
     def _best_prefix(self, epoch):
         return os.path.join(self.directory, f"best-{epoch}")
-
-    def _stale_best_files(self, state):
-        """The best-<epoch> files no checkpoint needs any more."""
-        keep = self._best_prefix(self._best_written) if self._best_written == state.best_epoch \
-            and not self._best_is_current() else None
-        found = {path.rsplit(".", 1)[0]
-                 for path in glob.glob(os.path.join(glob.escape(self.directory), "best-*.index"))}
-        return sorted(found - {keep})
 
     # -- SIGTERM ------------------------------------------------------------------------------
     @contextlib.contextmanager
