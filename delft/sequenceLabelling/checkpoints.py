@@ -41,7 +41,6 @@ resume from the same checkpoint).
 import contextlib
 import dataclasses
 import fcntl
-import glob
 import json
 import logging
 import os
@@ -249,9 +248,10 @@ class EpochCheckpoints:
     """The checkpoints of one training run in its claimed folder (see the module's docstring).
 
     A save writes the model's and the optimizer's variables as they are, with the progress, in
-    one compiled call (``tf.train.Checkpoint.write`` traced once: an eager save re-walks the
-    object graph in Python each time, 5x slower on the date model), then points TensorFlow's
-    ``checkpoint`` state file at it and removes the previous one. Nothing is copied: no host
+    one compiled call (the progress assigned and ``tf.train.Checkpoint.write``, traced once and
+    called as a concrete function: an eager save re-walks the object graph in Python each time,
+    5x slower on the date model), then points TensorFlow's ``checkpoint`` state file at it and
+    removes the previous one. Nothing is copied: no host
     snapshot, no second set of best weights in memory. The best weights are written only when they
     are no longer the model's own (after an epoch below the best), once, as ``best-<epoch>``.
     With several workers the chief alone writes: reading a mirrored variable is local.
@@ -361,20 +361,26 @@ class EpochCheckpoints:
             self._best_written = None
         if state.best_epoch and not best_is_current and self._best_written is None:
             self._write_best(state)
-        self.progress_text.assign(progress.serialize())
         if self._compiled_write is None:
-            self._compiled_write = tf.function(lambda prefix: self.checkpoint.write(prefix))
+            self._compiled_write = tf.function(self._write).get_concrete_function(
+                tf.TensorSpec([], tf.string), tf.TensorSpec([], tf.string))
         self._latest = f"ckpt-{int(stale[0].rsplit('-', 1)[1]) + 1 if self._latest else 1}"
-        self._compiled_write(tf.constant(os.path.join(self.directory, self._latest)))
+        self._compiled_write(tf.constant(os.path.join(self.directory, self._latest)),
+                             tf.constant(progress.serialize()))
         # TensorFlow's state file, replaced in one rename: a kill leaves it naming a complete
         # checkpoint (relative: the folder may move); not synced, as TF syncs no checkpoint file
         with atomic.replaced_file(os.path.join(self.directory, "checkpoint"),
                                   durable=False) as state_file:
             state_file.write(f'model_checkpoint_path: "{self._latest}"\n'
                              f'all_model_checkpoint_paths: "{self._latest}"\n')
-        for name in stale:
-            for path in glob.glob(glob.escape(os.path.join(self.directory, name)) + ".*"):
-                os.unlink(path)
+        stale_files = tuple(name + "." for name in stale)  # ckpt-3.index, ckpt-3.data-...
+        for file_name in os.listdir(self.directory):
+            if file_name.startswith(stale_files):
+                os.unlink(os.path.join(self.directory, file_name))
+
+    def _write(self, prefix, progress_text):
+        self.progress_text.assign(progress_text)
+        return self.checkpoint.write(prefix)
 
     def _best_is_current(self):
         """Whether early stopping's best weights are the model's now (none to write apart)."""
