@@ -13,10 +13,13 @@ alternate between the systems.
 
 Prints one line per run (eval micro F1, epochs, wall time, peak RSS) and then, per set and
 architecture, each system's F1 per seed and mean, its summed wall time, the F1 difference and ours /
-DeLFT's wall time. With ``--results`` each run is appended to a JSON-lines file and the runs
-already there (same system, set, architecture, seed) are not run again: DeLFT's FEATURES runs
-take from minutes to hours each, so they can be made once and the table printed again after ours
-change.
+DeLFT's wall time.
+
+DeLFT 1.2.0's runs take from minutes to hours each (a name-header FEATURES run ~25 minutes here):
+they are kept in ``benchmarks/results/delft-1.2.0-features.jsonl``, committed, and a run already
+there (same set, architecture, seed) is not made again, so they add up across sessions. With
+``--results FILE`` our runs are kept the same way in FILE (not committed: they change with the
+code).
 """
 import argparse
 import json
@@ -33,6 +36,8 @@ import peers  # noqa: E402
 sys.path.insert(0, peers.REPO)
 from delft.utilities.data_path import shared_data_file  # noqa: E402
 
+DELFT_RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
+                             "delft-1.2.0-features.jsonl")
 TRAINING_FILES = {"name-header": "name-header-251225.train",
                   "name-citation": "name-citation-251225.train",
                   "affiliation-address": "affiliation-address-251225.train",
@@ -86,15 +91,15 @@ def load_results(path):
         return [json.loads(line) for line in stream if line.strip()]
 
 
-def summary(results, sets, architectures, systems):
+def summary(results, sets, architectures, systems, seeds):
     print("\nset / architecture: eval micro F1 per seed (mean) and summed wall time; wall times "
           "measured on a shared 2-core machine, with other jobs running")
     for data_set in sets:
         for architecture in architectures:
             line = {}
             for system in systems:
-                runs = sorted((r for r in results if r["system"] == system and
-                               r["set"] == data_set and r["architecture"] == architecture),
+                runs = sorted((r for r in results if r["system"] == system and r["seed"] in seeds
+                               and r["set"] == data_set and r["architecture"] == architecture),
                               key=lambda r: r["seed"])
                 if runs:
                     line[system] = (statistics.mean(r["f1"] for r in runs),
@@ -119,13 +124,14 @@ def main():
     args, extra = parser.parse_known_args()
     extra = [e for e in extra if e != "--"]
     sets, architectures = args.sets.split(","), args.architectures.split(",")
+    seeds = [int(seed) for seed in args.seeds.split(",")]
     systems = [s for s in args.systems.split(",") if s == "ours" or peers.delft12_available()]
     column_choice(sets)
-    results = load_results(args.results)
+    results = load_results(args.results) + load_results(DELFT_RESULTS)
     done = {(r["system"], r["set"], r["architecture"], r["seed"]) for r in results}
     for data_set in sets:
         for architecture in architectures:
-            for seed in map(int, args.seeds.split(",")):
+            for seed in seeds:
                 for system in systems:
                     if (system, data_set, architecture, seed) in done:
                         continue
@@ -135,10 +141,11 @@ def main():
                           f"eval micro F1 {record['f1']:.2f}  epochs {record['epochs']}  "
                           f"wall {record['wall']:.1f} s  peak RSS {record['rss']:.2f} GB",
                           flush=True)
-                    if args.results:
-                        with open(args.results, "a", encoding="utf-8") as out:
+                    keep = DELFT_RESULTS if system == "delft" else args.results
+                    if keep:
+                        with open(keep, "a", encoding="utf-8") as out:
                             out.write(json.dumps(record) + "\n")
-    summary(results, sets, architectures, args.systems.split(","))
+    summary(results, sets, architectures, args.systems.split(","), seeds)
 
 
 if __name__ == "__main__":
