@@ -251,9 +251,9 @@ class EpochCheckpoints:
     one compiled call (the progress assigned and ``tf.train.Checkpoint.write``, traced once and
     called as a concrete function: an eager save re-walks the object graph in Python each time,
     5x slower on the date model), then points TensorFlow's ``checkpoint`` state file at it and
-    removes the previous one. Nothing is copied: no host
-    snapshot, no second set of best weights in memory. The best weights are written only when they
-    are no longer the model's own (after an epoch below the best), once, as ``best-<epoch>``.
+    removes the previous one. Nothing is copied: no host snapshot, no second set of best weights
+    in memory. The best weights are written only when they are no longer the model's own (after
+    an epoch below the best), once, as ``best-<epoch>``.
     With several workers the chief alone writes: reading a mirrored variable is local.
     """
 
