@@ -15,11 +15,11 @@ Prints one line per run (eval micro F1, epochs, wall time, peak RSS) and then, p
 architecture, each system's F1 per seed and mean, its summed wall time, the F1 difference and ours /
 DeLFT's wall time.
 
-DeLFT 1.2.0's runs take from minutes to hours each (a name-header FEATURES run ~25 minutes here):
-they are kept in ``benchmarks/results/delft-1.2.0-features.jsonl``, committed, and a run already
-there (same set, architecture, seed) is not made again, so they add up across sessions. With
-``--results FILE`` our runs are kept the same way in FILE (not committed: they change with the
-code).
+DeLFT 1.2.0's runs take minutes each (a name-header FEATURES run 2.5-5 minutes here alone, six times
+that beside other jobs): they are kept in ``benchmarks/results/delft-1.2.0-features.jsonl``,
+committed, and a run already there (same set, architecture, seed) is not made again, so they add up
+across sessions. With ``--results FILE`` our runs are kept the same way in FILE (not committed: they
+change with the code).
 """
 import argparse
 import json
