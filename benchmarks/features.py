@@ -92,8 +92,8 @@ def load_results(path):
 
 
 def summary(results, sets, architectures, systems, seeds):
-    print("\nset / architecture: eval micro F1 per seed (mean) and summed wall time; wall times "
-          "measured on a shared 2-core machine, with other jobs running")
+    print("\nset / architecture: eval micro F1 per seed (mean) and summed wall time (a run's wall "
+          "time grows several-fold when other jobs share the machine)")
     for data_set in sets:
         for architecture in architectures:
             line = {}

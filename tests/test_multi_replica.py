@@ -43,8 +43,8 @@ def checks(tmp_path_factory):
 def test_one_and_ten_steps_match_on_two_replicas(checks):
     by_steps = {r["steps"]: r for r in checks["training_steps"]}
     assert by_steps[1]["variable_type_two"] == "MirroredVariable"
-    # 3.6e-7..6.3e-7 in three runs; once 1.2e-5 in a loaded suite run: Adam's first step divides each
-    # gradient by its own size, so a component near epsilon that is a sum of cancelling terms
+    # 3.6e-7..6.3e-7 in three runs; once 1.2e-5 in a loaded suite run: Adam's first step divides
+    # each gradient by its own size, so a component near epsilon that is a sum of cancelling terms
     # magnifies float32 summation order (per replica, then across replicas)
     assert by_steps[1]["weights_relative_difference"] < 5e-5
     assert by_steps[10]["weights_relative_difference"] < 1e-4

@@ -364,7 +364,7 @@ class EpochCheckpoints:
         if self._compiled_write is None:
             self._compiled_write = tf.function(self._write).get_concrete_function(
                 tf.TensorSpec([], tf.string), tf.TensorSpec([], tf.string))
-        self._latest = f"ckpt-{int(stale[0].rsplit('-', 1)[1]) + 1 if self._latest else 1}"
+        self._latest = f"ckpt-{int(self._latest.rsplit('-', 1)[1]) + 1 if self._latest else 1}"
         self._compiled_write(tf.constant(os.path.join(self.directory, self._latest)),
                              tf.constant(progress.serialize()))
         # TensorFlow's state file, replaced in one rename: a kill leaves it naming a complete
