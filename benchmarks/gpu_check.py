@@ -198,29 +198,32 @@ def untrained(x, y, strategy):
 
 
 # -- checks -----------------------------------------------------------------------------------
-def check_step_equality(x, y, strategies, budget):
-    """One and ten steps on 1 device and on 2 replicas: the same weights, in float32.
+@contextlib.contextmanager
+def float32_matmuls():
+    """TensorFloat-32 off inside, as it was after.
 
-    TensorFloat-32 (TensorFlow's default on Ampere and later GPUs) rounds matmul inputs to a
-    10-bit mantissa, so two batch splits differ by that rounding (on an H200: 1.6e-5 after one
-    step, 1.4e-4 after ten), not by the strategy: it is off for this check and back on after.
+    TF32 (TensorFlow's default on Ampere and later GPUs) rounds matmul inputs to a 10-bit
+    mantissa, so two batch splits differ by that rounding (on an H200: 1.6e-5 after one step,
+    1.4e-4 after ten), not by the strategy.
     """
     import tensorflow as tf
 
-    rows = 61  # odd: the replicas take 31 and 30
-    x, y = x[:rows], y[:rows]
-    tensor_float_32 = tf.config.experimental.tensor_float_32_execution_enabled()
+    enabled = tf.config.experimental.tensor_float_32_execution_enabled()
     tf.config.experimental.enable_tensor_float_32_execution(False)
     try:
-        compare_steps(x, y, strategies, budget, rows)
+        yield
     finally:
-        tf.config.experimental.enable_tensor_float_32_execution(tensor_float_32)
+        tf.config.experimental.enable_tensor_float_32_execution(enabled)
 
 
-def compare_steps(x, y, strategies, budget, rows):
+@float32_matmuls()
+def check_step_equality(x, y, strategies, budget):
+    """One and ten steps on 1 device and on 2 replicas: the same weights, in float32."""
     from delft.sequenceLabelling.config import TrainingConfig
     from delft.sequenceLabelling.trainer import Trainer
 
+    rows = 61  # odd: the replicas take 31 and 30
+    x, y = x[:rows], y[:rows]
     for name, strategy in strategies.items():
         if name == "one device":
             continue
