@@ -91,3 +91,31 @@ def test_recurrent_dropout_uses_keras_lstm_and_config_round_trips():
     assert layer.keras_lstm is not None
     clone = BiLSTM.from_config(BiLSTM(UNITS, return_sequences=True).get_config())
     assert clone.units == UNITS and clone.return_sequences and clone.recurrent_dropout == 0.0
+
+
+def test_odd_sizes_give_each_row_its_own_result_and_no_warning(tmp_path):
+    """An odd batch with an odd input or cell size is run with one zero row more (BlockLSTM logs
+    a warning at every such call): the rows' outputs are those of each row alone, and a training
+    step on such sizes leaves no warning on stderr."""
+    from conftest import run_python
+
+    layer = BiLSTM(5, return_sequences=True)
+    x = np.random.default_rng(3).normal(size=(3, 4, 3)).astype("float32")
+    lengths = np.array([4, 2, 3], dtype=np.int32)
+    together = layer(x, tf.constant(lengths)).numpy()
+    for row in range(3):
+        alone = layer(x[row:row + 1], tf.constant(lengths[row:row + 1])).numpy()
+        np.testing.assert_allclose(together[row, :lengths[row]], alone[0, :lengths[row]],
+                                   rtol=1e-5, atol=1e-6)
+    script = tmp_path / "odd.py"
+    script.write_text(
+        "import tensorflow as tf\n"
+        "from delft.sequenceLabelling.layers.bilstm import BiLSTM\n"
+        "layer = BiLSTM(25, return_sequences=True)\n"
+        "x = tf.random.normal([7, 5, 25])\n"
+        "with tf.GradientTape() as tape:\n"
+        "    loss = tf.reduce_sum(layer(x, tf.constant([5, 4, 3, 2, 1, 5, 5])))\n"
+        "assert all(g is not None for g in tape.gradient(loss, layer.trainable_variables))\n")
+    completed = run_python([script], cwd=tmp_path, timeout=120, TF_CPP_MIN_LOG_LEVEL="0")
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert "BlockLSTMOp is inefficient" not in completed.stderr

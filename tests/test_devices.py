@@ -79,3 +79,26 @@ def test_more_replicas_than_cores_is_a_warning(tmp_path, replicas, monkeypatch):
     completed = run_python([script], cwd=tmp_path, timeout=120, DELFT_CPU_REPLICAS=replicas)
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert f"DELFT_CPU_REPLICAS={replicas} is more than the 2 CPU cores" in completed.stderr
+
+
+def test_rnn_commands_run_one_thread_per_op_transformers_keep_the_default(tmp_path):
+    """configure_op_threads: one intra-op thread for the RNN family on a machine without GPU;
+    TensorFlow's default (0) for transformers, under a TF_NUM_INTRAOP_THREADS of the user's, and
+    once TensorFlow has started (no error then)."""
+    script = tmp_path / "threads.py"
+    script.write_text(textwrap.dedent("""
+        import sys
+        import tensorflow as tf
+        from delft.utilities import devices
+        devices.configure_op_threads(sys.argv[1] == "transformer")
+        before = tf.config.threading.get_intra_op_parallelism_threads()
+        tf.constant(1.0) + 1.0  # TensorFlow starts
+        devices.configure_op_threads(False)
+        print(before, tf.config.threading.get_intra_op_parallelism_threads())
+    """))
+    cases = [("rnn", {}, "1 1"), ("transformer", {}, "0 0"),
+             ("rnn", {"TF_NUM_INTRAOP_THREADS": "2"}, "0 0")]
+    for family, env, expected in cases:
+        completed = run_python([script, family], cwd=tmp_path, timeout=120, **env)
+        assert completed.returncode == 0, completed.stderr[-3000:]
+        assert completed.stdout.strip() == expected, (family, env)

@@ -168,15 +168,16 @@ def run_action(args, model_name, read_sets: Callable[[], DataSets], sequence_kwa
     of the training data; n-fold training and ``train_with_validation_set`` train on every
     sequence given. ``tag(model)`` tags with the loaded model.
     """
-    from delft.sequenceLabelling import Sequence
+    from delft.sequenceLabelling import Sequence, models
     from delft.sequenceLabelling.model_dir import read_model_config
     from delft.utilities import devices
 
     # every check that can fail runs before the data is read and TensorFlow starts: the model
     # to load (its folder, files and config.json), the folder to save into
     model_path = os.path.join(args.input_model or args.models_dir, model_name)
+    saved_config = None
     if args.action in ("eval", "tag") or args.incremental:
-        read_model_config(model_path)
+        saved_config = read_model_config(model_path)
     folds = sequence_kwargs.get("fold_number", 1)
     model = None
     if args.action in ("train", "train_eval"):
@@ -185,6 +186,8 @@ def run_action(args, model_name, read_sets: Callable[[], DataSets], sequence_kwa
     sets = read_sets()
     if sets.train is not None:
         check_enough_sequences(args.action, sets, folds, train_with_validation_set)
+    architecture = (saved_config or model.model_config).architecture
+    devices.configure_op_threads(models.architecture(architecture).family == "transformer")
     strategy = devices.get_strategy(args.multi_gpu)
     # with several workers each runs this same flow (every collective step together); only the
     # chief prints reports and writes files

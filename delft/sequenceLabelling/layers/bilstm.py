@@ -83,6 +83,12 @@ class BiLSTM(keras.layers.Layer):
 
     def _run(self, time_major, direction):
         (kernel, recurrent, bias), forget_bias = direction
+        batch = tf.shape(time_major)[1]
+        if time_major.shape[-1] % 2 or self.units % 2:
+            # BlockLSTM logs a warning at every call whose batch and input or cell size are
+            # both odd (724 lines in one name-citation training): one zero row makes the batch
+            # even; rows are independent, so the others are unchanged
+            time_major = tf.pad(time_major, [[0, 0], [0, batch % 2], [0, 0]])
         zeros = tf.zeros([tf.shape(time_major)[1], self.units], time_major.dtype)
         peephole = tf.zeros([self.units], time_major.dtype)
         outputs = tf.raw_ops.BlockLSTM(
@@ -90,7 +96,7 @@ class BiLSTM(keras.layers.Layer):
             cs_prev=zeros, h_prev=zeros, w=tf.concat([kernel, recurrent], axis=0),
             wci=peephole, wcf=peephole, wco=peephole, b=bias, forget_bias=forget_bias,
             cell_clip=-1.0, use_peephole=False)
-        return outputs[6]  # h: [time, batch, units]
+        return outputs[6][:, :batch]  # h: [time, batch, units]
 
     def compute_output_shape(self, input_shape):
         if self.return_sequences:
