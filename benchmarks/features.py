@@ -18,7 +18,8 @@ DeLFT's wall time.
 DeLFT 1.2.0's runs take minutes each (a name-header FEATURES run 2.5-5 minutes here alone, six times
 that beside other jobs): they are kept in ``benchmarks/results/delft-1.2.0-features.jsonl``,
 committed, and a run already there (same set, architecture, seed) is not made again, so they add up
-across sessions. With ``--results FILE`` our runs are kept the same way in FILE (not committed: they
+across sessions; ``--delft-results NEW.jsonl`` runs them again beside ours (the machine's speed
+varies by a quarter from one day to another). With ``--results FILE`` our runs are kept the same way in FILE (not committed: they
 change with the code).
 """
 import argparse
@@ -121,13 +122,16 @@ def main():
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument("--systems", default="ours,delft")
     parser.add_argument("--results", default=None, help="JSON-lines file of runs (reused)")
+    parser.add_argument("--delft-results", default=DELFT_RESULTS,
+                        help="JSON-lines file of DeLFT's runs (reused); a new file measures "
+                             "DeLFT again, beside ours on the same day")
     args, extra = parser.parse_known_args()
     extra = [e for e in extra if e != "--"]
     sets, architectures = args.sets.split(","), args.architectures.split(",")
     seeds = [int(seed) for seed in args.seeds.split(",")]
     systems = [s for s in args.systems.split(",") if s == "ours" or peers.delft12_available()]
     column_choice(sets)
-    results = load_results(args.results) + load_results(DELFT_RESULTS)
+    results = load_results(args.results) + load_results(args.delft_results)
     done = {(r["system"], r["set"], r["architecture"], r["seed"]) for r in results}
     for data_set in sets:
         for architecture in architectures:
@@ -141,7 +145,7 @@ def main():
                           f"eval micro F1 {record['f1']:.2f}  epochs {record['epochs']}  "
                           f"wall {record['wall']:.1f} s  peak RSS {record['rss']:.2f} GB",
                           flush=True)
-                    keep = DELFT_RESULTS if system == "delft" else args.results
+                    keep = args.delft_results if system == "delft" else args.results
                     if keep:
                         with open(keep, "a", encoding="utf-8") as out:
                             out.write(json.dumps(record) + "\n")
