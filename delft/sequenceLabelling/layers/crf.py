@@ -18,7 +18,7 @@ class ChainCRF(keras.layers.Layer):
     Keras does not attach it to the loss: the loss and the decoding go through the methods
     below, which take explicit ``lengths`` (padding sits at the end of each sequence).
 
-    All methods work in float32, vectorised over the batch with one ``tf.while_loop`` over time,
+    All methods work in float32, vectorised over the batch with ``tf.while_loop`` over time,
     inside ``tf.function`` with dynamic batch and time dimensions and in a
     ``tf.distribute`` replica context (an empty replica batch gives empty results). Positions
     ``t >= lengths[b]`` are padding: their potentials and tags are ignored (padded tags may hold
@@ -169,8 +169,7 @@ class ChainCRF(keras.layers.Layer):
         k = self.num_tags
         steps = tf.shape(potentials)[1]
         batch = tf.shape(potentials)[0]
-        inputs = tf.TensorArray(tf.float32, size=steps, element_shape=[None, k])
-        inputs = inputs.unstack(tf.transpose(potentials, [1, 0, 2]))
+        inputs = _time_steps(tf.transpose(potentials, [1, 0, 2]))
         # backpointers[t][b, j]: best previous tag for tag j at step t (index 0 is never read).
         backpointers = tf.TensorArray(tf.int32, size=steps, element_shape=[None, k])
         identity = tf.range(k, dtype=tf.int32)[tf.newaxis, :]
@@ -212,34 +211,42 @@ class ChainCRF(keras.layers.Layer):
         return tags, best_scores
 
 
-def _forward_scores(unary, valid, transitions, start):
+def _time_steps(unary):
+    """``unary`` ``[T, B, K]`` as a TensorArray of its steps (read in a loop faster than a slice)."""
+    steps = tf.TensorArray(tf.float32, size=tf.shape(unary)[0], element_shape=unary.shape[1:])
+    return steps.unstack(unary)
+
+
+def _forward_scores(unary, lengths, transitions, start):
     """Forward algorithm in log space: ``alphas`` ``[T, B, K]`` (carried unchanged past each
-    row's end) from time-major ``unary`` ``[T, B, K]`` and ``valid`` ``[T, B]``."""
+    row's end) from time-major ``unary`` ``[T, B, K]``."""
     steps = tf.shape(unary)[0]
-    alpha = start[tf.newaxis, :] + unary[0]
+    inputs = _time_steps(unary)
+    alpha = start[tf.newaxis, :] + inputs.read(0)
     alphas = tf.TensorArray(tf.float32, size=steps, element_shape=alpha.shape).write(0, alpha)
 
     def body(t, alpha, alphas):
-        new_alpha = tf.reduce_logsumexp(alpha[:, :, tf.newaxis] + transitions, axis=1) + unary[t]
-        alpha = tf.where(valid[t][:, tf.newaxis], new_alpha, alpha)
+        new_alpha = tf.reduce_logsumexp(alpha[:, :, tf.newaxis] + transitions, axis=1)
+        alpha = tf.where((t < lengths)[:, tf.newaxis], new_alpha + inputs.read(t), alpha)
         return t + 1, alpha, alphas.write(t, alpha)
 
     _, _, alphas = tf.while_loop(lambda t, *_: t < steps, body, (tf.constant(1), alpha, alphas))
     return alphas.stack()
 
 
-def _backward_scores(unary, valid, transitions, end):
+def _backward_scores(unary, lengths, transitions, end):
     """Backward algorithm in log space: ``betas`` ``[T, B, K]``, the log-sum-exp of the scores of
     every continuation from each step and tag (``end`` at a row's last step and past it)."""
     steps = tf.shape(unary)[0]
+    inputs = _time_steps(unary)
     last = tf.broadcast_to(end, tf.shape(unary[0]))
     betas = tf.TensorArray(tf.float32, size=steps, element_shape=last.shape)
     betas = betas.write(steps - 1, last)
 
     def body(t, beta, betas):
-        following = (unary[t + 1] + beta)[:, tf.newaxis, :]  # [B, 1, to]
+        following = (inputs.read(t + 1) + beta)[:, tf.newaxis, :]  # [B, 1, to]
         new_beta = tf.reduce_logsumexp(transitions[tf.newaxis] + following, axis=2)
-        beta = tf.where(valid[t + 1][:, tf.newaxis], new_beta, last)
+        beta = tf.where((t + 1 < lengths)[:, tf.newaxis], new_beta, last)
         return t - 1, beta, betas.write(t, beta)
 
     _, _, betas = tf.while_loop(lambda t, *_: t >= 0, body, (steps - 2, last, betas))
@@ -257,12 +264,12 @@ def log_partition(potentials, lengths, transitions, start, end):
     """
     unary = tf.transpose(potentials, [1, 0, 2])  # time-major
     valid = tf.transpose(tf.sequence_mask(lengths, tf.shape(unary)[0]))  # [T, B]
-    alphas = _forward_scores(unary, valid, transitions, start)
+    alphas = _forward_scores(unary, lengths, transitions, start)
     log_z = tf.reduce_logsumexp(alphas[-1] + end[tf.newaxis, :], axis=1)
     has_steps = lengths > 0
 
     def gradient(upstream):
-        betas = _backward_scores(unary, valid, transitions, end)
+        betas = _backward_scores(unary, lengths, transitions, end)
         weight = tf.where(has_steps, upstream, tf.zeros_like(upstream))
         log_weight = log_z[tf.newaxis, :, tf.newaxis]
         marginals = tf.where(valid[:, :, tf.newaxis], tf.exp(alphas + betas - log_weight), 0.0)
