@@ -93,6 +93,7 @@ def test_rnn_commands_run_one_thread_per_op_transformers_keep_the_default(tmp_pa
         devices.configure_op_threads(sys.argv[1] == "transformer")
         before = tf.config.threading.get_intra_op_parallelism_threads()
         tf.constant(1.0) + 1.0  # TensorFlow starts
+        # an RNN command's call now: in the transformer case it would change 0 to 1 if it could
         devices.configure_op_threads(False)
         print(before, tf.config.threading.get_intra_op_parallelism_threads())
     """))

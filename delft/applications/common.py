@@ -82,7 +82,7 @@ def model_options(args, rnn_defaults, transformer_defaults):
     from delft.sequenceLabelling.config import ModelConfig, TrainingConfig, config_values
     from delft.sequenceLabelling.models import architecture
 
-    uses_transformer = architecture(args.architecture).family == "transformer"
+    uses_transformer = architecture(args.architecture).uses_transformer
     defaults = transformer_defaults if uses_transformer else rnn_defaults
     kwargs = dict(config_values(args, ModelConfig, defaults),
                   **config_values(args, TrainingConfig, defaults))
@@ -187,7 +187,7 @@ def run_action(args, model_name, read_sets: Callable[[], DataSets], sequence_kwa
     if sets.train is not None:
         check_enough_sequences(args.action, sets, folds, train_with_validation_set)
     architecture = (saved_config or model.model_config).architecture
-    devices.configure_op_threads(models.architecture(architecture).family == "transformer")
+    devices.configure_op_threads(models.architecture(architecture).uses_transformer)
     strategy = devices.get_strategy(args.multi_gpu)
     # with several workers each runs this same flow (every collective step together); only the
     # chief prints reports and writes files

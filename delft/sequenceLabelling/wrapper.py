@@ -97,7 +97,7 @@ class Sequence:
 
     @property
     def uses_transformer(self):
-        return self.architecture.family == "transformer"
+        return self.architecture.uses_transformer
 
     def _build(self, strategy, preprocessor):
         """Model built and its weights created inside ``strategy.scope()``."""

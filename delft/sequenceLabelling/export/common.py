@@ -48,7 +48,7 @@ def uses_transformer(sequence) -> bool:
     Returns:
         True for BERT_CRF and the like.
     """
-    return architecture(sequence.model_config.architecture).family == "transformer"
+    return architecture(sequence.model_config.architecture).uses_transformer
 
 
 def write_json(path: str, value: dict) -> None:

@@ -84,7 +84,7 @@ def onnx_refusal(architecture_name: str) -> Optional[str]:
     (True, "it reads each word's casing class, which GROBID's Java engine does not feed")
     """
     parts = architecture(architecture_name)
-    if parts.family == "transformer":
+    if parts.uses_transformer:
         return ("the transformer family has none (GROBID's Java ONNX engine reads BiLSTM "
                 "bundles only)")
     if parts.casing:

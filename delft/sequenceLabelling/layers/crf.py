@@ -212,7 +212,7 @@ class ChainCRF(keras.layers.Layer):
 
 
 def _time_steps(unary):
-    """``unary`` ``[T, B, K]`` as a TensorArray of its steps (read in a loop faster than a slice)."""
+    """``unary`` ``[T, B, K]`` as a TensorArray of its steps, for the loops to read one per step."""
     steps = tf.TensorArray(tf.float32, size=tf.shape(unary)[0], element_shape=unary.shape[1:])
     return steps.unstack(unary)
 
@@ -263,7 +263,8 @@ def log_partition(potentials, lengths, transitions, start, end):
     CRF is a quarter of its time).
     """
     unary = tf.transpose(potentials, [1, 0, 2])  # time-major
-    valid = tf.transpose(tf.sequence_mask(lengths, tf.shape(unary)[0]))  # [T, B]
+    # [T, B]: the steps the marginals count; the loops test ``t < lengths`` per step instead
+    valid = tf.transpose(tf.sequence_mask(lengths, tf.shape(unary)[0]))
     alphas = _forward_scores(unary, lengths, transitions, start)
     log_z = tf.reduce_logsumexp(alphas[-1] + end[tf.newaxis, :], axis=1)
     has_steps = lengths > 0

@@ -34,6 +34,11 @@ class Architecture:
     casing: bool = False
     recurrent: str = "lstm"
 
+    @property
+    def uses_transformer(self) -> bool:
+        """Whether a keras-hub transformer encodes the words (BERT_CRF and the like)."""
+        return self.family == "transformer"
+
 
 def _rnn(crf, features=False, char_encoder="lstm", casing=False, recurrent="lstm"):
     return Architecture("rnn", crf=crf, features=features, chars=True, char_encoder=char_encoder,
@@ -86,7 +91,7 @@ def architecture(name: str) -> Architecture:
 def check_resources(model_config):
     """Fail now, in one line, when what ``model_config`` names cannot be found (a transformer
     checkpoint), rather than after the data is read."""
-    if architecture(model_config.architecture).family == "transformer" and \
+    if architecture(model_config.architecture).uses_transformer and \
             model_config.transformer_name:
         check_checkpoint(resolve_transformer(model_config.transformer_name))
 
@@ -94,7 +99,7 @@ def check_resources(model_config):
 def new_preprocessor(model_config):
     """An empty preprocessor for ``model_config``'s architecture."""
     parts = architecture(model_config.architecture)
-    if parts.family == "transformer":
+    if parts.uses_transformer:
         resolve_transformer(model_config.transformer_name)  # none given: one line saying so
         return TransformerPreprocessor(model_config.transformer_name,
                                        model_config.max_sequence_length,
