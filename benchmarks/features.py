@@ -92,16 +92,29 @@ def load_results(path):
         return [json.loads(line) for line in stream if line.strip()]
 
 
+def paired_spread(ours, delft):
+    """`` (± s.e. X, N seeds)``: the standard error of the per-seed F1 differences. A seed fixes
+    the train/validation/evaluation split in both systems (the same sklearn split), so the
+    difference per seed leaves the split's luck out; empty when fewer than two seeds pair up."""
+    theirs = {r["seed"]: r["f1"] for r in delft}
+    differences = [r["f1"] - theirs[r["seed"]] for r in ours if r["seed"] in theirs]
+    if len(differences) < 2:
+        return ""
+    error = statistics.stdev(differences) / len(differences) ** 0.5
+    return f" (± s.e. {error:.2f} over {len(differences)} paired seeds)"
+
+
 def summary(results, sets, architectures, systems, seeds):
     print("\nset / architecture: eval micro F1 per seed (mean) and summed wall time (a run's wall "
           "time grows several-fold when other jobs share the machine)")
     for data_set in sets:
         for architecture in architectures:
-            line = {}
+            line, runs_of = {}, {}
             for system in systems:
                 runs = sorted((r for r in results if r["system"] == system and r["seed"] in seeds
                                and r["set"] == data_set and r["architecture"] == architecture),
                               key=lambda r: r["seed"])
+                runs_of[system] = runs
                 if runs:
                     line[system] = (statistics.mean(r["f1"] for r in runs),
                                     sum(r["wall"] for r in runs),
@@ -109,7 +122,8 @@ def summary(results, sets, architectures, systems, seeds):
             parts = [f"{s} {seeds} ({f1:.2f}) in {wall:.0f} s" for s, (f1, wall, seeds, _)
                      in line.items()]
             if "ours" in line and "delft" in line and line["ours"][3] == line["delft"][3]:
-                parts.append(f"F1 ours - DeLFT {line['ours'][0] - line['delft'][0]:+.2f}, "
+                parts.append(f"F1 ours - DeLFT {line['ours'][0] - line['delft'][0]:+.2f}"
+                             f"{paired_spread(runs_of['ours'], runs_of['delft'])}, "
                              f"wall ours / DeLFT {line['ours'][1] / line['delft'][1]:.3f}")
             if parts:
                 print(f"{data_set:20s} {architecture:22s} " + "; ".join(parts))
@@ -131,7 +145,9 @@ def main():
     seeds = [int(seed) for seed in args.seeds.split(",")]
     systems = [s for s in args.systems.split(",") if s == "ours" or peers.delft12_available()]
     column_choice(sets)
-    results = load_results(args.results) + load_results(args.delft_results)
+    results = load_results(args.results)
+    # the same file given twice (or a run in both) counts once
+    results += [r for r in load_results(args.delft_results) if r not in results]
     done = {(r["system"], r["set"], r["architecture"], r["seed"]) for r in results}
     for data_set in sets:
         for architecture in architectures:
