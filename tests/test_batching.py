@@ -10,9 +10,9 @@ import pytest
 import tensorflow as tf
 
 from conftest import run_python
-from delft.sequenceLabelling.batching import (POOL_BATCHES, ReplicaFeeder, dummy_batch,
-                                              global_batch_size, length_bucketed_batches,
-                                              prefetched, replica_bounds)
+from delft.sequenceLabelling.batching import (POOL_BATCHES, ReplicaFeeder, batches_per_epoch,
+                                              dummy_batch, global_batch_size,
+                                              length_bucketed_batches, prefetched, replica_bounds)
 from delft.sequenceLabelling.preprocess import WordPreprocessor
 
 
@@ -29,6 +29,35 @@ def test_length_bucketed_batches_cover_every_row_once(n, batch_size):
         assert covered(batches) == Counter(range(n))
         assert all(1 <= len(b) <= batch_size for b in batches)
         assert len(batches) == -(-n // batch_size)
+
+
+@pytest.mark.parametrize("n", [0, 1, 59, 61, 1000, 3001])
+@pytest.mark.parametrize("pool_batches", [1, 2, 5, POOL_BATCHES])
+def test_every_pool_size_covers_every_row_once_in_the_batches_counted(n, pool_batches):
+    lengths = np.random.default_rng(n).integers(1, 80, n)
+    batches = length_bucketed_batches(lengths, 20, np.random.default_rng(3), pool_batches)
+    assert covered(batches) == Counter(range(n))
+    assert all(1 <= len(b) <= 20 for b in batches)
+    assert len(batches) == batches_per_epoch(n, 20, pool_batches)
+
+
+def test_small_pools_give_a_small_set_new_batches_each_epoch_at_the_cost_of_padding():
+    """300 rows, fewer than one default pool: sorted whole, epochs share most of their batches'
+    row pairs; pool_batches=1 (random batches) shares few, and pads most."""
+    lengths = np.random.default_rng(0).integers(1, 50, 300)
+
+    def pairs(batches):
+        return {(i, j) for b in batches for i in b.tolist() for j in b.tolist() if i < j}
+
+    kept, padding = {}, {}
+    for pool in (POOL_BATCHES, 5, 1):
+        rng = np.random.default_rng(5)
+        epoch1 = length_bucketed_batches(lengths, 20, rng, pool)
+        epoch2 = length_bucketed_batches(lengths, 20, rng, pool)
+        kept[pool] = len(pairs(epoch1) & pairs(epoch2)) / len(pairs(epoch1))
+        padding[pool] = sum(lengths[b].max() * len(b) - lengths[b].sum() for b in epoch2)
+    assert kept[POOL_BATCHES] > 0.7 > 0.3 > kept[5] > kept[1] and kept[1] < 0.1
+    assert padding[POOL_BATCHES] < padding[5] < padding[1]
 
 
 def test_without_rng_batches_are_sorted_by_length():

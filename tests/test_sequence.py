@@ -287,6 +287,31 @@ def test_seeded_training_is_repeatable(trained_date):
         np.testing.assert_array_equal(a, b)
 
 
+def test_pool_batches_reaches_the_training_batches_from_the_cli_and_sequence(trained_date,
+                                                                           monkeypatch):
+    """``--pool-batches`` is a config field: parsed by the CLI, taken by ``Sequence``, and the
+    pools the trainer cuts its batches from (the epoch's step count included)."""
+    from delft.applications import common, grobidTagger
+    from delft.sequenceLabelling import trainer
+
+    args = grobidTagger.parser().parse_args(["date", "train", "--architecture", "BidLSTM_CRF",
+                                         "--pool-batches", "1"])
+    assert common.model_options(args, {}, {})["pool_batches"] == 1
+    pools = []
+
+    def recording(lengths, batch_size, rng=None, pool_batches=None):
+        pools.append(pool_batches)
+        return original(lengths, batch_size, rng, pool_batches)
+
+    original = trainer.length_bucketed_batches
+    monkeypatch.setattr(trainer, "length_bucketed_batches", recording)
+    x, y, xv, yv = small(trained_date)
+    model = Sequence("date-pool", max_epoch=2, batch_size=20, recurrent_dropout=0.0, seed=7,
+                     early_stop=False, pool_batches=1)
+    model.train(x, y, x_valid=xv, y_valid=yv)
+    assert model.training_config.pool_batches == 1 and pools == [1, 1]
+
+
 def test_history_best_val_f1_is_the_restored_model(trained_date):
     model = trained_date.model
     best = max(record["val_f1"] for record in model.history)

@@ -27,12 +27,14 @@ logger = logging.getLogger(__name__)
 POOL_BATCHES = 50
 
 
-def length_bucketed_batches(lengths, batch_size, rng=None):
+def length_bucketed_batches(lengths, batch_size, rng=None, pool_batches=POOL_BATCHES):
     """Split row indices into batches of rows of similar length.
 
     Without ``rng`` (tagging, evaluation) rows are sorted by length; with it (training) rows are
-    shuffled, sorted by length inside pools of ``POOL_BATCHES`` batches, and the batches shuffled,
-    so that padding stays small and every epoch sees a different order.
+    shuffled, sorted by length inside pools of ``pool_batches`` batches, and the batches shuffled,
+    so that padding stays small and every epoch sees a different order. The pool trades padding
+    for variety: a set smaller than one pool is sorted whole, and its batches are nearly the same
+    ones every epoch; ``pool_batches=1`` draws every batch at random (DeLFT 1.2's order).
 
     >>> [b.tolist() for b in length_bucketed_batches(np.array([3, 1, 2, 5]), 2)]
     [[1, 2], [0, 3]]
@@ -42,7 +44,7 @@ def length_bucketed_batches(lengths, batch_size, rng=None):
         order = np.argsort(lengths, kind="stable")
         return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
     order = rng.permutation(len(lengths))
-    pool = batch_size * POOL_BATCHES
+    pool = batch_size * pool_batches
     batches = []
     for start in range(0, len(order), pool):
         chunk = order[start:start + pool]
@@ -51,15 +53,15 @@ def length_bucketed_batches(lengths, batch_size, rng=None):
     return [batches[i] for i in rng.permutation(len(batches))]
 
 
-def batches_per_epoch(num_rows, batch_size):
+def batches_per_epoch(num_rows, batch_size, pool_batches=POOL_BATCHES):
     """How many batches :func:`length_bucketed_batches` makes of ``num_rows`` rows (with rng).
 
     >>> batches_per_epoch(3100, 60), len(length_bucketed_batches(np.ones(3100), 60, np.random.default_rng(0)))
     (52, 52)
     """
-    pool = batch_size * POOL_BATCHES
+    pool = batch_size * pool_batches
     full, rest = divmod(num_rows, pool)
-    return full * POOL_BATCHES + math.ceil(rest / batch_size)
+    return full * pool_batches + math.ceil(rest / batch_size)
 
 
 def replica_bounds(num_examples, num_replicas):

@@ -12,6 +12,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import List, Optional
 
+from delft.sequenceLabelling.batching import POOL_BATCHES
 from delft.utilities.Utilities import parse_number_ranges, t_or_f
 from delft.utilities.errors import ConfigurationError
 
@@ -115,6 +116,10 @@ class TrainingConfig:
     clip_gradients: float = option(5.0, "clip gradients to this global norm (0: no clipping)",
                                    minimum=0.0)
     max_epoch: int = option(50, "most epochs to train", minimum=1)
+    pool_batches: int = option(
+        POOL_BATCHES, "training batches are cut from pools of this many batches' rows sorted by "
+                      "length (less padding); 1 draws each batch at random, as DeLFT 1.2",
+        minimum=1)
     early_stop: bool = option(True, "stop when validation F1 stops improving (true|false)")
     patience: int = option(5, "epochs without a better validation F1 before stopping",
                            minimum=1)

@@ -154,7 +154,7 @@ class Trainer:
         config = self.config
         seed = devices.common_seed(self.strategy, config.seed)
         rng = np.random.default_rng(seed)
-        steps = batches_per_epoch(train_corpus.num_rows, self.batch_size)
+        steps = batches_per_epoch(train_corpus.num_rows, self.batch_size, config.pool_batches)
         if self.optimizer is None:
             self.build_optimizer(steps)
         if valid_corpus is not None:
@@ -162,7 +162,8 @@ class Trainer:
             valid_truth = [self.preprocessor.decode_labels(ids) for ids in valid_labels]
         state = EarlyStopping()
         progress = TrainingProgress(rng, state, {"rows": int(train_corpus.num_rows),
-                                                 "batch_size": self.batch_size, "seed": seed})
+                                                 "batch_size": self.batch_size, "seed": seed,
+                                                 "pool_batches": config.pool_batches})
         self.history = progress.history
         checkpoints = None
         if checkpoints_claim:
@@ -205,7 +206,8 @@ class Trainer:
         the checkpoint kept and skips the steps already applied.
         """
         progress.begin_epoch()
-        batches = length_bucketed_batches(corpus.row_width, self.batch_size, progress.rng)
+        batches = length_bucketed_batches(corpus.row_width, self.batch_size, progress.rng,
+                                          self.config.pool_batches)
         done = progress.steps_done
         slices = (self.feeder.slices(corpus, rows, label_ids) for rows in batches[done:])
         with progress_bar(steps, f"epoch {epoch}") as bar:
