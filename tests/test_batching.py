@@ -32,7 +32,7 @@ def test_length_bucketed_batches_cover_every_row_once(n, batch_size):
 
 
 @pytest.mark.parametrize("n", [0, 1, 59, 61, 1000, 3001])
-@pytest.mark.parametrize("pool_batches", [1, 2, 5, POOL_BATCHES])
+@pytest.mark.parametrize("pool_batches", [1, 2, 5, 50])
 def test_every_pool_size_covers_every_row_once_in_the_batches_counted(n, pool_batches):
     lengths = np.random.default_rng(n).integers(1, 80, n)
     batches = length_bucketed_batches(lengths, 20, np.random.default_rng(3), pool_batches)
@@ -42,22 +42,23 @@ def test_every_pool_size_covers_every_row_once_in_the_batches_counted(n, pool_ba
 
 
 def test_small_pools_give_a_small_set_new_batches_each_epoch_at_the_cost_of_padding():
-    """300 rows, fewer than one default pool: sorted whole, epochs share most of their batches'
-    row pairs; pool_batches=1 (random batches) shares few, and pads most."""
+    """300 rows, fewer than one pool of 50 batches: sorted whole, epochs share most of their
+    batches' row pairs; pool_batches=1 (random batches, the default) shares few, and pads most."""
     lengths = np.random.default_rng(0).integers(1, 50, 300)
 
     def pairs(batches):
         return {(i, j) for b in batches for i in b.tolist() for j in b.tolist() if i < j}
 
     kept, padding = {}, {}
-    for pool in (POOL_BATCHES, 5, 1):
+    assert POOL_BATCHES == 1
+    for pool in (50, 5, 1):
         rng = np.random.default_rng(5)
         epoch1 = length_bucketed_batches(lengths, 20, rng, pool)
         epoch2 = length_bucketed_batches(lengths, 20, rng, pool)
         kept[pool] = len(pairs(epoch1) & pairs(epoch2)) / len(pairs(epoch1))
         padding[pool] = sum(lengths[b].max() * len(b) - lengths[b].sum() for b in epoch2)
-    assert kept[POOL_BATCHES] > 0.7 > 0.3 > kept[5] > kept[1] and kept[1] < 0.1
-    assert padding[POOL_BATCHES] < padding[5] < padding[1]
+    assert kept[50] > 0.7 > 0.3 > kept[5] > kept[1] and kept[1] < 0.1
+    assert padding[50] < padding[5] < padding[1]
 
 
 def test_without_rng_batches_are_sorted_by_length():
@@ -68,8 +69,8 @@ def test_without_rng_batches_are_sorted_by_length():
 
 
 def test_with_rng_batches_are_length_sorted_within_pools_and_shuffled():
-    lengths = np.random.default_rng(1).integers(1, 100, 32 * POOL_BATCHES * 2)
-    batches = length_bucketed_batches(lengths, 32, np.random.default_rng(9))
+    lengths = np.random.default_rng(1).integers(1, 100, 32 * 50 * 2)
+    batches = length_bucketed_batches(lengths, 32, np.random.default_rng(9), pool_batches=50)
     for batch in batches:
         assert np.all(np.diff(lengths[batch]) >= 0)
     # padding stays small: far less than with random batches
