@@ -1,4 +1,5 @@
-"""Batching: rows grouped by similar length, padded per batch, split across replicas.
+"""Batching: rows in batches (training: random by default; tagging: by length), padded per batch,
+split across replicas.
 
 A *global batch* is what ``--batch-size`` says; under a strategy with N replicas it is split into N
 contiguous slices of sizes that differ by at most one, so no example is ever dropped and a ragged
