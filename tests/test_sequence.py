@@ -290,26 +290,32 @@ def test_seeded_training_is_repeatable(trained_date):
 def test_pool_batches_reaches_the_training_batches_from_the_cli_and_sequence(trained_date,
                                                                            monkeypatch):
     """``--pool-batches`` is a config field: parsed by the CLI, taken by ``Sequence``, and the
-    pools the trainer cuts its batches from (the epoch's step count included)."""
+    pools the trainer cuts its batches from (the epoch's step count included). A value other than
+    the default (1), so that a field dropped on the way fails."""
     from delft.applications import common, grobidTagger
-    from delft.sequenceLabelling import trainer
+    from delft.sequenceLabelling import batching, trainer
 
+    assert batching.POOL_BATCHES != 5
     args = grobidTagger.parser().parse_args(["date", "train", "--architecture", "BidLSTM_CRF",
-                                         "--pool-batches", "1"])
-    assert common.model_options(args, {}, {})["pool_batches"] == 1
-    pools = []
+                                             "--pool-batches", "5"])
+    assert common.model_options(args, {}, {})["pool_batches"] == 5
+    pools, counted = [], []
 
     def recording(lengths, batch_size, rng=None, pool_batches=None):
         pools.append(pool_batches)
-        return original(lengths, batch_size, rng, pool_batches)
+        return batching.length_bucketed_batches(lengths, batch_size, rng, pool_batches)
 
-    original = trainer.length_bucketed_batches
+    def counting(num_rows, batch_size, pool_batches=None):
+        counted.append(pool_batches)
+        return batching.batches_per_epoch(num_rows, batch_size, pool_batches)
+
     monkeypatch.setattr(trainer, "length_bucketed_batches", recording)
+    monkeypatch.setattr(trainer, "batches_per_epoch", counting)
     x, y, xv, yv = small(trained_date)
     model = Sequence("date-pool", max_epoch=2, batch_size=20, recurrent_dropout=0.0, seed=7,
-                     early_stop=False, pool_batches=1)
+                     early_stop=False, pool_batches=5)
     model.train(x, y, x_valid=xv, y_valid=yv)
-    assert model.training_config.pool_batches == 1 and pools == [1, 1]
+    assert model.training_config.pool_batches == 5 and pools == [5, 5] and counted == [5]
 
 
 def test_history_best_val_f1_is_the_restored_model(trained_date):
