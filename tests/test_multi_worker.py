@@ -15,6 +15,7 @@ import pytest
 from conftest import MODEL_NAME, REPO_ROOT, crf_sequences, delft_stderr_lines, run_python, \
     subprocess_env
 from loopback_workers import free_ports, run_workers, slurm_environment, tf_config
+from delft.sequenceLabelling.batching import LENGTH_GROUPS
 
 GROBID_TAGGER = REPO_ROOT / "delft" / "applications" / "grobidTagger.py"
 
@@ -108,7 +109,7 @@ def test_multi_worker_strategy_made_late_is_one_line(tmp_path):
 def test_every_row_once_per_epoch_across_slurm_workers(tmp_path):
     """Two srun-like tasks: the global batch is split across both workers' replicas, each pads
     only its own slice, and one epoch takes every row exactly once (a ragged last batch of one
-    row gives worker 1 a weight-0 copy); no seed given, the workers agree on one."""
+    row gives the groups without a row weight-0 copies); no seed given, the workers agree on one."""
     port = free_ports(2, consecutive=True)[0]
     outputs = [tmp_path / f"worker{i}.json" for i in range(2)]
     finished = run_workers(
@@ -128,8 +129,10 @@ def test_every_row_once_per_epoch_across_slurm_workers(tmp_path):
     real = [i for worker in (chief, other) for i, weight in worker["trained"] if weight > 0]
     assert sorted(real) == list(range(chief["rows"]))  # each row once, none skipped
     padding = [(i, w) for worker in (chief, other) for i, w in worker["trained"] if w == 0]
-    assert padding == [(-1, 0.0)]  # 101 rows at batch 10: the last batch has one row
-    assert not set(i for i, _ in chief["trained"]) & set(i for i, _ in other["trained"])
+    # 101 rows at batch 10: the last batch has one row, in worker 0's first length group; its
+    # other groups and all of worker 1's are weight-0 copies
+    assert padding == [(-1, 0.0)] * (2 * LENGTH_GROUPS - 1)
+    assert not set(i for i, w in chief["trained"] if w) & set(i for i, w in other["trained"] if w)
     assert chief["labels"] == other["labels"] and len(chief["labels"]) == 40
 
 

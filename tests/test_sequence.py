@@ -318,6 +318,42 @@ def test_pool_batches_reaches_the_training_batches_from_the_cli_and_sequence(tra
     assert model.training_config.pool_batches == 5 and pools == [5, 5] and counted == [5]
 
 
+def test_length_groups_train_the_same_model_and_reach_the_trainer_from_the_cli(trained_date,
+                                                                             monkeypatch):
+    """``--length-groups`` is a config field that reaches the training slices; padding each
+    batch in groups of similar length changes the float summation order, not the model."""
+    from delft.applications import common, grobidTagger
+    from delft.sequenceLabelling import batching
+
+    assert batching.LENGTH_GROUPS != 3
+    args = grobidTagger.parser().parse_args(["date", "train", "--architecture", "BidLSTM_CRF",
+                                             "--length-groups", "3"])
+    assert common.model_options(args, {}, {})["length_groups"] == 3
+    slice_counts = Counter()
+    original = batching.ReplicaFeeder.slices
+
+    def recording(self, corpus, rows, label_ids=None):
+        parts = original(self, corpus, rows, label_ids)
+        if label_ids is not None:
+            slice_counts[len(parts)] += 1
+        return parts
+
+    monkeypatch.setattr(batching.ReplicaFeeder, "slices", recording)
+    x, y, xv, yv = small(trained_date)
+    weights = {}
+    for groups in (1, 3):
+        slice_counts.clear()
+        model = Sequence("date-groups", max_epoch=2, batch_size=20, dropout=0.0,
+                         recurrent_dropout=0.0, seed=7, early_stop=False, length_groups=groups)
+        model.train(x, y, x_valid=xv, y_valid=yv)
+        assert slice_counts == Counter({groups: 6})  # 60 rows, batch 20, 2 epochs
+        weights[groups] = model.model.get_weights()
+    moved = [np.linalg.norm(a - b) for a, b in zip(weights[1], weights[3])]
+    assert max(moved) > 0  # three groups do sum in another order
+    for a, b in zip(weights[1], weights[3]):
+        assert np.linalg.norm(a - b) <= 1e-4 * max(np.linalg.norm(b), 1.0)
+
+
 def test_history_best_val_f1_is_the_restored_model(trained_date):
     model = trained_date.model
     best = max(record["val_f1"] for record in model.history)

@@ -12,7 +12,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from delft.sequenceLabelling.batching import POOL_BATCHES
+from delft.sequenceLabelling.batching import LENGTH_GROUPS, POOL_BATCHES
 from delft.utilities.Utilities import parse_number_ranges, t_or_f
 from delft.utilities.errors import ConfigurationError
 
@@ -120,6 +120,9 @@ class TrainingConfig:
         POOL_BATCHES, "training batches are cut from pools of this many batches' rows sorted by "
                       "length (less padding); 1 draws each batch at random, as DeLFT 1.2",
         minimum=1)
+    length_groups: int = option(
+        LENGTH_GROUPS, "each replica's share of a training batch is sorted by length and padded "
+                       "in this many groups (the same gradient, less padding)", minimum=1)
     early_stop: bool = option(True, "stop when validation F1 stops improving (true|false)")
     patience: int = option(5, "epochs without a better validation F1 before stopping",
                            minimum=1)

@@ -51,7 +51,8 @@ class Predictor:
                                  input_signature=self.feeder.step_signature(False))
 
     def _predict_step(self, slices):
-        def replica_fn(batch):
+        def replica_fn(groups):
+            (batch,) = groups
             potentials = self.model(batch, training=False)
             tags, scores = self.model.decode(batch, potentials)
             return tags, scores, batch["index"]

@@ -15,7 +15,7 @@ from typing import Optional, Sequence as Sequence_, Union
 import numpy as np
 
 from delft.sequenceLabelling import evaluation, inputs, output
-from delft.sequenceLabelling.batching import POOL_BATCHES
+from delft.sequenceLabelling.batching import LENGTH_GROUPS, POOL_BATCHES
 from delft.sequenceLabelling.config import ModelConfig, TrainingConfig
 from delft.sequenceLabelling.model_dir import (CONFIG_FILE, CURVE_FILE, HISTORY_FILE,  # noqa: F401
                                                PREPROCESSOR_FILE, WEIGHTS_FILE, folder_identity,
@@ -56,7 +56,7 @@ class Sequence:
                  freeze_word_embeddings=True, features_embedding_size=4, features_lstm_units=4,
                  head_lr_multiplier=50.0, crf_lr_multiplier=500.0, weight_decay=0.01,
                  warmup_ratio=0.1, features_vocabulary_size=12, features_encoder="concat",
-                 resume=True, pool_batches=POOL_BATCHES):
+                 resume=True, pool_batches=POOL_BATCHES, length_groups=LENGTH_GROUPS):
         architecture = model_type or architecture
         models.architecture(architecture)  # an unknown name fails here, in one line
         if use_ELMo:
@@ -80,7 +80,7 @@ class Sequence:
             lr_schedule=lr_schedule, clip_gradients=clip_gradients, max_epoch=max_epoch,
             early_stop=early_stop, patience=patience, fold_number=fold_number, seed=seed,
             weight_decay=weight_decay, warmup_ratio=warmup_ratio, resume=resume,
-            pool_batches=pool_batches).validated("Sequence")
+            pool_batches=pool_batches, length_groups=length_groups).validated("Sequence")
         models.check_resources(self.model_config)
         self.p = None
         self.model = None
