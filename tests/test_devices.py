@@ -82,7 +82,7 @@ def test_more_replicas_than_cores_is_a_warning(tmp_path, replicas, monkeypatch):
 
 
 def test_rnn_commands_run_one_thread_per_op_transformers_keep_the_default(tmp_path):
-    """configure_op_threads: one intra-op thread for the RNN family on a machine without GPU;
+    """configure_cpu_ops: one intra-op thread for the RNN family on a machine without GPU;
     TensorFlow's default (0) for transformers, under a TF_NUM_INTRAOP_THREADS of the user's, and
     once TensorFlow has started (no error then)."""
     script = tmp_path / "threads.py"
@@ -90,11 +90,11 @@ def test_rnn_commands_run_one_thread_per_op_transformers_keep_the_default(tmp_pa
         import sys
         import tensorflow as tf
         from delft.utilities import devices
-        devices.configure_op_threads(sys.argv[1] == "transformer")
+        devices.configure_cpu_ops(sys.argv[1] == "transformer")
         before = tf.config.threading.get_intra_op_parallelism_threads()
         tf.constant(1.0) + 1.0  # TensorFlow starts
         # an RNN command's call now: in the transformer case it would change 0 to 1 if it could
-        devices.configure_op_threads(False)
+        devices.configure_cpu_ops(False)
         print(before, tf.config.threading.get_intra_op_parallelism_threads())
     """))
     cases = [("rnn", {}, "1 1"), ("transformer", {}, "0 0"),
@@ -103,3 +103,27 @@ def test_rnn_commands_run_one_thread_per_op_transformers_keep_the_default(tmp_pa
         completed = run_python([script, family], cwd=tmp_path, timeout=120, **env)
         assert completed.returncode == 0, completed.stderr[-3000:]
         assert completed.stdout.strip() == expected, (family, env)
+
+
+def test_rnn_commands_run_eigen_kernels_transformers_keep_onednn(tmp_path):
+    """configure_cpu_ops before TensorFlow is imported: oneDNN off for the RNN family, on (TF's
+    default on x86) for transformers, for a TF_ENABLE_ONEDNN_OPTS of the user's, and when
+    TensorFlow was imported first (a library host: nothing changes)."""
+    script = tmp_path / "kernels.py"
+    script.write_text(textwrap.dedent("""
+        import sys
+        if sys.argv[2] == "imported":
+            import tensorflow
+        from delft.utilities import devices
+        devices.configure_cpu_ops(sys.argv[1] == "transformer")
+        from tensorflow.python.util import _pywrap_util_port
+        print(_pywrap_util_port.IsMklEnabled())
+    """))
+    unset = {"TF_ENABLE_ONEDNN_OPTS": ""}  # TensorFlow's default, whatever this process has
+    cases = [("rnn", "fresh", unset, "False"), ("transformer", "fresh", unset, "True"),
+             ("rnn", "fresh", {"TF_ENABLE_ONEDNN_OPTS": "1"}, "True"),
+             ("rnn", "imported", unset, "True")]
+    for family, start, env, expected in cases:
+        completed = run_python([script, family, start], cwd=tmp_path, timeout=120, **env)
+        assert completed.returncode == 0, completed.stderr[-3000:]
+        assert completed.stdout.strip() == expected, (family, start, env)

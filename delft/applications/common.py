@@ -187,7 +187,7 @@ def run_action(args, model_name, read_sets: Callable[[], DataSets], sequence_kwa
     if sets.train is not None:
         check_enough_sequences(args.action, sets, folds, train_with_validation_set)
     architecture = (saved_config or model.model_config).architecture
-    devices.configure_op_threads(models.architecture(architecture).uses_transformer)
+    devices.configure_cpu_ops(models.architecture(architecture).uses_transformer)
     strategy = devices.get_strategy(args.multi_gpu)
     # with several workers each runs this same flow (every collective step together); only the
     # chief prints reports and writes files

@@ -13,6 +13,7 @@ import itertools
 import json
 import logging
 import os
+import sys
 
 from delft.utilities.errors import ConfigurationError
 
@@ -75,19 +76,26 @@ def configure_logical_cpu_devices():
                            CPU_REPLICAS_ENV, replicas, existing)
 
 
-def configure_op_threads(uses_transformer):
-    """Threads per TensorFlow op for a command running one model family on a machine without GPU.
+def configure_cpu_ops(uses_transformer):
+    """TensorFlow's CPU ops for a command running one model family: threads per op and kernels.
 
-    The RNN family runs many small ops (a BiLSTM's steps, a 20-row batch): on TensorFlow's
+    The RNN family runs many small ops (a BiLSTM's steps, a 20-row batch). On TensorFlow's
     default, every core per op, the threads wait on each other; with one thread per op the
     independent ops (the two directions of each BiLSTM) run side by side, one per core. On 2
     cores: name-citation's train steps 35% faster, name-header's 29%, tagging 18% (batch 60) and
-    10% (batch 1024) more tokens/s (benchmarks/features.py, tagging_throughput.py). A
-    transformer's large matmuls want every core per op (MiniLM tagging 1.5x slower on one): it
-    keeps the default, as does any machine with a GPU and any process that set
-    ``TF_NUM_INTRAOP_THREADS`` itself. The CLIs call this before TensorFlow starts; it changes
-    nothing once it has (a library host keeps its own setting).
+    10% (batch 1024) more tokens/s (benchmarks/features.py, tagging_throughput.py). Its kernels
+    are Eigen's, not oneDNN's (``TF_ENABLE_ONEDNN_OPTS=0``): oneDNN's layout conversions and
+    transposes cost more than they save on such small tensors (train runs of 8 epochs: name-header
+    12% shorter, affiliation-address and name-citation 4%; the same F1). A transformer's large
+    matmuls want every core per op (MiniLM tagging 1.5x slower on one) and oneDNN: it keeps the
+    defaults, as does a process that set ``TF_NUM_INTRAOP_THREADS`` or
+    ``TF_ENABLE_ONEDNN_OPTS`` itself; with a GPU the threads stay as they are. The CLIs call this
+    before TensorFlow is imported, since both settings are read when it starts; it changes nothing
+    once it has (a library host keeps its own settings).
     """
+    if not uses_transformer and "tensorflow" not in sys.modules and \
+            not os.environ.get("TF_ENABLE_ONEDNN_OPTS", "").strip():
+        os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
     import tensorflow as tf
 
     if uses_transformer or os.environ.get("TF_NUM_INTRAOP_THREADS", "").strip() or \
@@ -97,7 +105,7 @@ def configure_op_threads(uses_transformer):
         tf.config.threading.set_intra_op_parallelism_threads(1)
     except RuntimeError:  # TensorFlow already started: its threads stay as they are
         return
-    logger.debug("one thread per TensorFlow op (RNN model on CPU)")
+    logger.debug("one thread per TensorFlow op, Eigen kernels (RNN model on CPU)")
 
 
 def mirrored_devices():
