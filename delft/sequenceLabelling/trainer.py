@@ -110,17 +110,18 @@ class Trainer:
         self._group_gradients = tf.function(self._group_loss_and_gradients, autograph=False)
 
     # -- one step -----------------------------------------------------------------------------
-    def _group_loss(self, batch):
-        """A group's share of the step's loss: its rows' summed loss over the global batch size."""
-        potentials = self.model(batch, training=True)
-        losses = self.model.loss_per_example(batch, potentials) * batch["weights"]
-        return tf.reduce_sum(losses) / tf.cast(batch["global_count"], tf.float32)
+    def _loss_scale(self):
+        """What the loss is multiplied by before its gradients are taken (1 without loss scaling)."""
+        return self.optimizer.dynamic_scale if self.loss_scaling else 1.0
 
     def _group_loss_and_gradients(self, batch):
-        """A group's loss and its gradients (scaled, with loss scaling) of the trainable weights."""
+        """A group's share of the step's loss (its rows' summed loss over the global batch size)
+        and the gradients of that share times the loss scale for the trainable weights."""
         with tf.GradientTape() as tape:
-            loss = self._group_loss(batch)
-            scaled_loss = loss * self.optimizer.dynamic_scale if self.loss_scaling else loss
+            potentials = self.model(batch, training=True)
+            losses = self.model.loss_per_example(batch, potentials) * batch["weights"]
+            loss = tf.reduce_sum(losses) / tf.cast(batch["global_count"], tf.float32)
+            scaled_loss = loss * self._loss_scale()
         return loss, [tf.convert_to_tensor(g)
                       for g in tape.gradient(scaled_loss, self.model.trainable_variables)]
 
@@ -128,11 +129,10 @@ class Trainer:
         variables = self.model.trainable_variables
         # with loss scaling, gradients stay scaled until the LossScaleOptimizer divides them:
         # clipping the scaled ones at scale x the norm is clipping the true ones at the norm
-        scale = self.optimizer.dynamic_scale if self.loss_scaling else 1.0
+        scale = self._loss_scale()
         results = [self._group_gradients(batch) for batch in groups]
         loss = tf.add_n([group_loss for group_loss, _ in results])
-        gradients = [tf.add_n(parts) if len(parts) > 1 else parts[0]
-                     for parts in zip(*(group_gradients for _, group_gradients in results))]
+        gradients = [tf.add_n(parts) for parts in zip(*(grads for _, grads in results))]
         context = tf.distribute.get_replica_context()
         gradients = context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)
         if self.config.clip_gradients:
