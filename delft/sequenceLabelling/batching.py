@@ -66,6 +66,23 @@ def length_bucketed_batches(lengths, batch_size, rng=None, pool_batches=POOL_BAT
     return [batches[i] for i in rng.permutation(len(batches))]
 
 
+def input_order_batches(lengths, batch_size):
+    """Consecutive batches of ``batch_size`` rows in input order, as DeLFT tags; rows without a
+    word leave their batch (nothing to label), which keeps its other rows.
+
+    A model that reads its padding (DeLFT's ChainCRF models) labels a row as DeLFT did only in
+    the same batch as DeLFT's.
+
+    >>> [b.tolist() for b in input_order_batches(np.array([3, 0, 2, 5, 1]), 2)]
+    [[0], [2, 3], [4]]
+    """
+    lengths = np.asarray(lengths)
+    batches = [np.arange(start, min(start + batch_size, len(lengths)))
+               for start in range(0, len(lengths), batch_size)]
+    batches = [rows[lengths[rows] > 0] for rows in batches]
+    return [rows for rows in batches if len(rows)]
+
+
 def batches_per_epoch(num_rows, batch_size, pool_batches=POOL_BATCHES):
     """How many batches :func:`length_bucketed_batches` makes of ``num_rows`` rows (with rng).
 

@@ -1,13 +1,16 @@
-"""The model folder: the files a saved model is made of, and its config read and checked first.
+"""The model folder: the files a saved model is made of, read and checked before TensorFlow.
 
 ``dir_path/<model_name>/`` holds config.json (the :class:`ModelConfig`), preprocessor.json
 (vocabularies), model.weights.h5, and after training history.json and training_curve.png. It is
-written whole by :func:`delft.utilities.atomic.replaced_directory`.
+written whole by :func:`delft.utilities.atomic.replaced_directory`. Folders written by DeLFT
+(0.3/0.4: ``model_weights.hdf5``; 1.x: ``model.safetensors``) are read as they are, through
+delft/sequenceLabelling/foreign/.
 """
 import os
 
 from delft.sequenceLabelling import models
 from delft.sequenceLabelling.config import ModelConfig
+from delft.sequenceLabelling.weights_layout import check_weights_match
 from delft.utilities.errors import ModelLoadError
 
 CONFIG_FILE = "config.json"
@@ -16,15 +19,67 @@ WEIGHTS_FILE = "model.weights.h5"
 CURVE_FILE = "training_curve.png"
 HISTORY_FILE = "history.json"
 
+# who wrote a folder, told by the weights file it holds
+OWN, DELFT0, DELFT1 = "delft", "DeLFT 0.x (Keras 2)", "DeLFT 1.x (PyTorch)"
+FOLDER_WEIGHTS = {OWN: WEIGHTS_FILE, DELFT0: "model_weights.hdf5", DELFT1: "model.safetensors"}
+
+
+def folder_format(path):
+    """Who wrote the model folder ``path``: ``OWN``, ``DELFT0`` or ``DELFT1``; a missing folder,
+    or one without any of their weights files, is a one-line :class:`ModelLoadError`."""
+    if not os.path.isdir(path):
+        raise ModelLoadError(f"{path}: no such model directory")
+    for kind, name in FOLDER_WEIGHTS.items():
+        if os.path.isfile(os.path.join(path, name)):
+            return kind
+    raise ModelLoadError(f"{path}: incomplete model directory, {WEIGHTS_FILE} is missing")
+
+
+def read_folder(path):
+    """``(kind, config, preprocessor, weights)`` of the model folder ``path``, read and checked
+    without TensorFlow: ``weights`` is None for our own folders (Keras loads their file), the
+    converted weights of a DeLFT folder (:func:`delft.sequenceLabelling.foreign.assign_weights`
+    sets them)."""
+    kind = folder_format(path)
+    if kind != OWN:
+        from delft.sequenceLabelling.foreign import read_foreign_folder
+
+        found = read_foreign_folder(path, kind)
+        return kind, found.config, found.preprocessor, found.weights
+    config = read_model_config(path)
+    preprocessor = models.load_preprocessor(os.path.join(path, PREPROCESSOR_FILE))
+    preprocessor.load_resources(path)
+    return kind, config, preprocessor, None
+
+
+def set_folder_weights(model, path, weights, strategy, architecture):
+    """Give ``model`` (built as ``architecture`` in ``strategy``'s scope from the folder's config)
+    the weights of the folder ``path``: ``weights`` from :func:`read_folder`."""
+    if weights is not None:
+        from delft.sequenceLabelling.foreign import assign_weights
+
+        with strategy.scope():
+            assign_weights(model, weights, path)
+        return
+    file = os.path.join(path, WEIGHTS_FILE)
+    check_weights_match(model, file, architecture)
+    try:
+        with strategy.scope():
+            model.load_weights(file)
+    except Exception as error:  # h5py/keras raise many types for a damaged file
+        raise ModelLoadError(f"{file}: cannot load weights "
+                             f"({type(error).__name__}: {str(error).splitlines()[0]})") from None
+
 
 def read_model_config(path):
     """The checked :class:`ModelConfig` of the model folder ``path``, read without TensorFlow.
 
     A missing folder or file, a config field of the wrong type or out of range, or an unknown
-    architecture is a one-line :class:`ModelLoadError` naming the file.
+    architecture is a one-line :class:`ModelLoadError` naming the file. A DeLFT folder's config
+    is read with the rest of the folder (:func:`read_folder`).
     """
-    if not os.path.isdir(path):
-        raise ModelLoadError(f"{path}: no such model directory")
+    if folder_format(path) != OWN:
+        return read_folder(path)[1]
     for name in (CONFIG_FILE, PREPROCESSOR_FILE, WEIGHTS_FILE):
         if not os.path.isfile(os.path.join(path, name)):
             raise ModelLoadError(f"{path}: incomplete model directory, {name} is missing")

@@ -109,6 +109,7 @@ class Preprocessor:
 
     kind = ""
     uses_chars = True
+    reads_padding = False  # a model that reads its batches whole (see WordPreprocessor)
 
     def __init__(self, max_char_length: int = 30, features_indices: Optional[List[int]] = None,
                  features_vocabulary_size: int = DEFAULT_FEATURES_VOCABULARY_SIZE):
@@ -160,13 +161,16 @@ class Preprocessor:
 
     def check_feature_columns(self, features):
         """Raise :class:`FeatureColumnsError` at the first token whose count of feature columns
-        the model was not trained on."""
+        the model was not trained on (a model folder that does not say that count, DeLFT's,
+        takes any row holding the columns it reads)."""
         accepted = set(self.feature_widths)
+        least = max(self.features_indices) + 1 if self.features_indices else 0
         for s, seq in enumerate(features):
             for t, row in enumerate(seq):
-                if len(row) not in accepted:
-                    raise FeatureColumnsError(s, t, len(row),
-                                              " or ".join(map(str, self.feature_widths)))
+                if (len(row) not in accepted) if accepted else len(row) < least:
+                    raise FeatureColumnsError(
+                        s, t, len(row), " or ".join(map(str, self.feature_widths)) or
+                        f"at least {least}")
 
     def checked_feature_chunks(self, chunks, path):
         """The ``(x, f)`` chunks of the file ``path``, in order, as they come; for a model that
@@ -346,7 +350,9 @@ class WordPreprocessor(Preprocessor):
     :class:`~delft.utilities.Embeddings.Embeddings`, set by ``Sequence`` and not saved with the
     preprocessor: the model folder names the embeddings), once per distinct token of a corpus, as
     DeLFT and GROBID's Java do: a word unseen in training still gets its pretrained vector. With
-    ``uses_casing`` a batch also carries each word's :func:`casing_class` id (``casing``).
+    ``uses_casing`` a batch also carries each word's :func:`casing_class` id (``casing``). With
+    ``reads_padding`` batches are built for a model that reads them whole, padding included
+    (DeLFT's ChainCRF models, loaded from their folders: delft/sequenceLabelling/foreign/).
 
     >>> p = WordPreprocessor(max_char_length=5)
     >>> p.fit([["June", "2005"]], [["B-<month>", "B-<year>"]])["labels"]
@@ -359,9 +365,11 @@ class WordPreprocessor(Preprocessor):
     kind = "bilstm"
 
     def __init__(self, max_char_length=30, features_indices=None,
-                 features_vocabulary_size=DEFAULT_FEATURES_VOCABULARY_SIZE, uses_casing=False):
+                 features_vocabulary_size=DEFAULT_FEATURES_VOCABULARY_SIZE, uses_casing=False,
+                 reads_padding=False):
         super().__init__(max_char_length, features_indices, features_vocabulary_size)
         self.uses_casing = uses_casing
+        self.reads_padding = reads_padding
         self.embeddings = None
 
     def encode(self, x, features=None, window_size=None, window_stride=None):
@@ -388,9 +396,26 @@ class WordPreprocessor(Preprocessor):
                              data)
 
     def padded_batch(self, corpus, rows, label_ids=None, width=None):
+        if self.reads_padding:
+            return self._batch_read_whole(corpus, rows, label_ids, width)
         tokens = self.token_matrix(corpus, rows, width)
         batch = {"chars": self.chars_of(corpus, tokens),
                  "lengths": corpus.row_length[rows].astype(np.int32)}
+        return self._add_token_inputs(batch, corpus, rows, tokens, label_ids)
+
+    def _batch_read_whole(self, corpus, rows, label_ids, width):
+        """A batch as DeLFT feeds its ChainCRF models, which read it whole, padding included:
+        at least 2 words wide (DeLFT widens a batch of one-word rows), every token
+        ``max_char_length`` characters, and every row's length the batch's width, so that the
+        word BiLSTM and the CRF run over the padding as DeLFT's do."""
+        width = max(batch_width(corpus, rows) if width is None else width, 2)
+        tokens = self.token_matrix(corpus, rows, width)
+        batch = {"chars": corpus.data["char_table"][tokens],
+                 "lengths": np.full(len(rows), width, dtype=np.int32)}
+        return self._add_token_inputs(batch, corpus, rows, tokens, label_ids)
+
+    def _add_token_inputs(self, batch, corpus, rows, tokens, label_ids):
+        """``batch`` with the inputs looked up by token: word vectors, casing, features, labels."""
         if "word_vector_table" in corpus.data:
             batch["word_vectors"] = corpus.data["word_vector_table"][tokens]
         if self.uses_casing:
@@ -409,10 +434,12 @@ class WordPreprocessor(Preprocessor):
         return signature
 
     def to_dict(self):
-        return dict(super().to_dict(), uses_casing=self.uses_casing)
+        return dict(super().to_dict(), uses_casing=self.uses_casing,
+                    reads_padding=self.reads_padding)
 
     @classmethod
     def from_dict(cls, values):
         p = cls(values["max_char_length"], values.get("features_indices"),
-                uses_casing=bool(values.get("uses_casing")))
+                uses_casing=bool(values.get("uses_casing")),
+                reads_padding=bool(values.get("reads_padding")))
         return p.restore_vocabularies(values)

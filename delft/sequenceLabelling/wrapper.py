@@ -19,9 +19,8 @@ from delft.sequenceLabelling.batching import LENGTH_GROUPS, POOL_BATCHES
 from delft.sequenceLabelling.config import ModelConfig, TrainingConfig
 from delft.sequenceLabelling.model_dir import (CONFIG_FILE, CURVE_FILE, HISTORY_FILE,  # noqa: F401
                                                PREPROCESSOR_FILE, WEIGHTS_FILE, folder_identity,
-                                               read_model_config)
+                                               read_folder, set_folder_weights)
 from delft.sequenceLabelling import models
-from delft.sequenceLabelling.weights_layout import check_weights_match
 from delft.utilities import atomic, devices
 from delft.utilities.errors import ConfigurationError, DataFormatError, DelftError, ModelLoadError
 from delft.utilities.Tokenizer import tokenize_with_offsets
@@ -460,11 +459,9 @@ class Sequence:
         raise ModelLoadError(f"{path}: replaced {LOAD_ATTEMPTS} times while being loaded")
 
     def _load_folder(self, path, multi_gpu):
-        config = read_model_config(path)
+        kind, config, self.p, weights = read_folder(path)
         config.model_name = self.model_config.model_name
         self.model_config = config
-        self.p = models.load_preprocessor(os.path.join(path, PREPROCESSOR_FILE))
-        self.p.load_resources(path)
         self._open_embeddings(loading_from=path)
         strategy = devices.get_strategy(multi_gpu)
         try:
@@ -472,14 +469,7 @@ class Sequence:
         except ConfigurationError as error:
             raise ModelLoadError(f"{path}: config.json and {PREPROCESSOR_FILE} do not describe "
                                  f"the same model ({error})") from None
-        weights = os.path.join(path, WEIGHTS_FILE)
-        check_weights_match(self.model, weights, config.architecture)
-        try:
-            with strategy.scope():
-                self.model.load_weights(weights)
-        except Exception as error:  # h5py/keras raise many types for a damaged file
-            raise ModelLoadError(f"{weights}: cannot load weights "
-                                 f"({type(error).__name__}: {str(error).splitlines()[0]})") from None
+        set_folder_weights(self.model, path, weights, strategy, config.architecture)
         self._strategy = strategy
         self._predictors = {}
         self.models = [self.model]

@@ -51,13 +51,27 @@ class BiGRU(keras.layers.Layer):
                                    initializer="zeros")
             self.directions.append((kernel, recurrent, bias))
 
+    def set_keras_weights(self, forward, backward):
+        """Set both directions from weights in Keras' GRU layout (``reset_after``), this layer's
+        own: ``(kernel [features, 3 units], recurrent kernel [units, 3 units], bias [2, 3 units])``,
+        gate blocks (update, reset, candidate), the input bias then the recurrent one. The readers
+        of other toolkits' model folders (delft/sequenceLabelling/foreign/) convert to it."""
+        for variables, weights in zip(self.direction_variables(), (forward, backward)):
+            for variable, value in zip(variables, weights):
+                variable.assign(value)
+
+    def direction_variables(self):
+        """The ``(kernel, recurrent kernel, bias)`` variables of each direction."""
+        if self.keras_gru is None:
+            return self.directions
+        return [(layer.cell.kernel, layer.cell.recurrent_kernel, layer.cell.bias)
+                for layer in (self.keras_gru.forward_layer, self.keras_gru.backward_layer)]
+
     def call(self, inputs, lengths, training=False):
         if self.keras_gru is not None and training:
             mask = tf.sequence_mask(lengths, tf.shape(inputs)[1])
             return self.keras_gru(inputs, mask=mask, training=training)
-        directions = self.directions if self.keras_gru is None else [
-            (layer.cell.kernel, layer.cell.recurrent_kernel, layer.cell.bias)
-            for layer in (self.keras_gru.forward_layer, self.keras_gru.backward_layer)]
+        directions = self.direction_variables()
         lengths = tf.cast(lengths, tf.int32)
         time_major = tf.transpose(inputs, [1, 0, 2])
         forward = self._run(time_major, directions[0])

@@ -1,6 +1,21 @@
 """A bidirectional LSTM over right-padded sequences of known lengths, on TF's fused LSTM kernel."""
 import keras
+import numpy as np
 import tensorflow as tf
+
+# what BlockLSTM adds to the forget gate of this layer's own weights (TensorFlow's LSTM default)
+BLOCK_FORGET_BIAS = 1.0
+
+
+def keras_to_block_gates(weight):
+    """A weight's last axis from Keras' gate blocks (input, forget, cell, output) to BlockLSTM's
+    (input, cell, forget, output).
+
+    >>> keras_to_block_gates(np.array([0, 1, 2, 3])).numpy().tolist()
+    [0, 2, 1, 3]
+    """
+    i, f, c, o = tf.split(tf.convert_to_tensor(weight), 4, axis=-1)
+    return tf.concat([i, c, f, o], axis=-1)
 
 
 @keras.saving.register_keras_serializable(package="delft")
@@ -68,17 +83,36 @@ class BiLSTM(keras.layers.Layer):
     def _fused_directions(self, input_shape):
         """``((kernel, recurrent kernel, bias), forget bias)`` of each direction for BlockLSTM."""
         if self.keras_lstm is None:
-            return [(weights, 1.0) for weights in self.directions]
+            return [(weights, BLOCK_FORGET_BIAS) for weights in self.directions]
         if not self.keras_lstm.built:
             self.keras_lstm.build(input_shape)
-        # Keras orders the gate blocks (input, forget, cell, output), BlockLSTM (input, cell,
-        # forget, output); Keras has no forget bias beside its bias vector, hence 0
-        def reorder(weight):
-            i, f, c, o = tf.split(tf.convert_to_tensor(weight), 4, axis=-1)
-            return tf.concat([i, c, f, o], axis=-1)
+        # Keras has no forget bias beside its bias vector, hence 0
+        return [(tuple(map(keras_to_block_gates, weights)), 0.0)
+                for weights in self.direction_variables()]
 
-        return [((reorder(layer.cell.kernel), reorder(layer.cell.recurrent_kernel),
-                  reorder(layer.cell.bias)), 0.0)
+    def set_keras_weights(self, forward, backward):
+        """Set both directions from weights in Keras' LSTM layout, whatever this layer's own.
+
+        ``forward`` and ``backward`` are ``(kernel [features, 4 units], recurrent kernel
+        [units, 4 units], bias [4 units])`` with the gate blocks (input, forget, cell, output)
+        and no forget bias beside the bias vector: what Keras 2 and 3 save, and what the readers
+        of other toolkits' model folders (delft/sequenceLabelling/foreign/) convert to.
+        """
+        for variables, (kernel, recurrent, bias) in zip(self.direction_variables(),
+                                                         (forward, backward)):
+            if self.keras_lstm is None:
+                bias = np.array(bias, dtype=np.float32)
+                bias[self.units:2 * self.units] -= BLOCK_FORGET_BIAS  # BlockLSTM adds it back
+                kernel, recurrent, bias = map(keras_to_block_gates, (kernel, recurrent, bias))
+            for variable, value in zip(variables, (kernel, recurrent, bias)):
+                variable.assign(value)
+
+    def direction_variables(self):
+        """The ``(kernel, recurrent kernel, bias)`` variables of each direction, in this layer's
+        own gate order; their shapes are those of Keras' layout."""
+        if self.keras_lstm is None:
+            return self.directions
+        return [(layer.cell.kernel, layer.cell.recurrent_kernel, layer.cell.bias)
                 for layer in (self.keras_lstm.forward_layer, self.keras_lstm.backward_layer)]
 
     def _run(self, time_major, direction):
