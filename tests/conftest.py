@@ -5,6 +5,7 @@ The session model is trained once (``trained_date``) on the real GROBID date dat
 itself skip with a reason), and saved under a temporary models dir as ``date-BidLSTM_CRF/`` — the
 layout GROBID loads. Tests that change a model load their own copy from that dir.
 """
+import json
 import os
 import re
 import shutil
@@ -23,6 +24,9 @@ if str(REPO_ROOT) not in sys.path:
 from delft.utilities.data_path import shared_data_file  # noqa: E402
 
 SAMPLE_DATE = REPO_ROOT / "data" / "sequenceLabelling" / "grobid" / "date" / "date-sample.train"
+# GROBID's shipped DeLFT folders (a sample), with DeLFT 0.4.6's outputs under reference/
+GROBID_MODELS = shared_data_file("grobid-models")
+GROBID_MODELS_REFERENCE = GROBID_MODELS / "reference"
 REAL_DATE = shared_data_file("sequenceLabelling", "grobid", "date", "date-220311.train")
 MODEL_NAME = "date-BidLSTM_CRF"
 
@@ -194,6 +198,34 @@ def token_accuracy(pairs_per_sequence, gold):
     correct = sum(label == g for pairs, labels in zip(pairs_per_sequence, gold)
                   for (_, label), g in zip(pairs, labels))
     return correct / total
+
+
+@pytest.fixture(scope="session")
+def standin_registry(tmp_path_factory):
+    """A registry naming the shared sample's glove-840B stand-in (``reference/synth_vec.py``: the
+    vectors DeLFT 0.4.6's reference labels were made with), set for the session and its
+    children."""
+    if not (GROBID_MODELS_REFERENCE / "synth_vec.py").is_file():
+        pytest.skip(f"the shared sample of GROBID's models is absent: {GROBID_MODELS}")
+    directory = tmp_path_factory.mktemp("glove_standin")
+    vectors = directory / "glove-standin.vec"
+    completed = run_python([GROBID_MODELS_REFERENCE / "synth_vec.py", shared_data_file(), vectors])
+    assert completed.returncode == 0, completed.stderr
+    registry = directory / "registry.json"
+    registry.write_text(json.dumps({
+        "embedding-lmdb-path": str(directory / "db"),
+        "embeddings": [{"name": "glove-840B", "path": str(vectors), "type": "glove",
+                        "format": "vec", "lang": "en", "item": "word"}]}))
+    previous = os.environ.get("DELFT_RESOURCE_REGISTRY")
+    os.environ["DELFT_RESOURCE_REGISTRY"] = str(registry)
+    from delft.utilities.Embeddings import open_embeddings
+
+    open_embeddings("glove-840B")  # its cache built once, before any child process reads it
+    yield registry
+    if previous is None:
+        os.environ.pop("DELFT_RESOURCE_REGISTRY")
+    else:
+        os.environ["DELFT_RESOURCE_REGISTRY"] = previous
 
 
 @pytest.fixture

@@ -132,7 +132,14 @@ class JavaOnnxModel:
         num_tokens = min(len(tokens), self.max_seq_length)
         if num_tokens == 0:
             return []
-        words = tokens[:num_tokens]
+        emissions = self.session.run(["emissions"], self.encoder_inputs(tokens, features))[0]
+        self.calls += 1
+        path = java_viterbi(emissions[0], num_tokens, self.transitions, self.start, self.end)
+        return [self.tag_index.get(k, "O") for k in path]
+
+    def encoder_inputs(self, tokens, features):
+        """The feeds ``annotateTokens`` gives the encoder: batch 1, padded to maxSequenceLength."""
+        words = tokens[:self.max_seq_length]
         zero = np.zeros(self.embedding_size, np.float32)
         word_input = np.zeros((1, self.max_seq_length, self.embedding_size), np.float32)
         for i, word in enumerate(words):
@@ -142,10 +149,7 @@ class JavaOnnxModel:
         if self.has_features and features is not None and self.graph_has_features:
             inputs["features_input"] = self.tokens_to_feature_indices(
                 features, self.max_seq_length)[None]
-        emissions = self.session.run(["emissions"], inputs)[0]
-        self.calls += 1
-        path = java_viterbi(emissions[0], num_tokens, self.transitions, self.start, self.end)
-        return [self.tag_index.get(k, "O") for k in path]
+        return inputs
 
     def label_tokens_with_features(self, rows):
         """``labelTokensWithFeatures``: features sized from the first row that has some."""

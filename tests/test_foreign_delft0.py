@@ -16,12 +16,10 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import REPO_ROOT, run_python
-from delft.utilities.data_path import shared_data_file
+from conftest import GROBID_MODELS as MODELS, GROBID_MODELS_REFERENCE as REFERENCE, REPO_ROOT, \
+    run_python
 from delft.utilities.errors import ModelLoadError
 
-MODELS = shared_data_file("grobid-models")
-REFERENCE = MODELS / "reference"
 FOLDERS = ("citation-BidLSTM_CRF", "date-BidLSTM_CRF", "date-BidLSTM_CRF_FEATURES",
            "header-BidLSTM_ChainCRF", "header-BidLSTM_ChainCRF_FEATURES",
            "name-citation-BidLSTM_CRF_FEATURES")
@@ -29,27 +27,6 @@ CHAIN_CRF = ("header-BidLSTM_ChainCRF", "header-BidLSTM_ChainCRF_FEATURES")
 EMISSIONS = REPO_ROOT / "tests" / "data" / "delft046"
 pytestmark = pytest.mark.skipif(not (REFERENCE / "synth_vec.py").is_file(),
                                 reason=f"the shared sample of GROBID's models is absent: {MODELS}")
-
-
-@pytest.fixture(scope="session")
-def standin_registry(tmp_path_factory):
-    """A registry naming the sample's glove-840B stand-in, set for the session (and children)."""
-    directory = tmp_path_factory.mktemp("glove_standin")
-    vectors = directory / "glove-standin.vec"
-    completed = run_python([REFERENCE / "synth_vec.py", shared_data_file(), vectors])
-    assert completed.returncode == 0, completed.stderr
-    registry = directory / "registry.json"
-    registry.write_text(json.dumps({
-        "embedding-lmdb-path": str(directory / "db"),
-        "embeddings": [{"name": "glove-840B", "path": str(vectors), "type": "glove",
-                        "format": "vec", "lang": "en", "item": "word"}]}))
-    previous = os.environ.get("DELFT_RESOURCE_REGISTRY")
-    os.environ["DELFT_RESOURCE_REGISTRY"] = str(registry)
-    yield registry
-    if previous is None:
-        os.environ.pop("DELFT_RESOURCE_REGISTRY")
-    else:
-        os.environ["DELFT_RESOURCE_REGISTRY"] = previous
 
 
 def inputs_of(folder):
@@ -308,3 +285,90 @@ def test_refusals_come_before_tensorflow_starts(tmp_path):
          "    print(type(error).__name__, 'tensorflow' in sys.modules)\n"],
         cwd=str(REPO_ROOT), capture_output=True, text=True, timeout=120)
     assert completed.stdout.split() == ["ModelLoadError", "False"], completed.stderr[-2000:]
+
+
+# ---- served without Python: GROBID's ONNX bundle ----------------------------------------------
+
+def grobid_matrix(x, f):
+    """The unlabelled feature matrix GROBID sends for ``x`` (tokens) and ``f`` (their columns)."""
+    return "\n\n".join("\n".join(" ".join([token] + (row or [])) for token, row in
+                                 zip(tokens, rows or [None] * len(tokens)))
+                       for tokens, rows in zip(x, f or [None] * len(x))) + "\n"
+
+
+def standin_lmdb(registry, x):
+    """GROBID's LMDB lookup of the stand-in vectors for the words of ``x``: ``{key: vector}``
+    under GROBID's digit normalisation."""
+    from grobid_onnx_engine import java_normalize_num
+
+    wanted = {java_normalize_num(token) for tokens in x for token in tokens}
+    path = json.loads(registry.read_text())["embeddings"][0]["path"]
+    vectors = {}
+    with open(path, encoding="utf-8") as lines:
+        for line in lines:
+            word, _, values = line.rstrip("\n").partition(" ")
+            if word in wanted:
+                vectors[word] = np.asarray(values.split(), np.float32)
+    return vectors
+
+
+@pytest.fixture(scope="module")
+def onnx_engine():
+    pytest.importorskip("tf2onnx", reason="ONNX export needs the export extra: pip install .[export]")
+    pytest.importorskip("onnxruntime", reason="pip install .[export]")
+    from grobid_onnx_engine import JavaOnnxModel
+
+    return JavaOnnxModel
+
+
+def test_a_shipped_folder_exports_the_bundle_grobid_java_labels_as_delft_046(
+        loaded, standin_registry, onnx_engine, tmp_path):
+    """``delftExport`` on a folder GROBID ships (masked, tfa CRF): GROBID's Java engine labels
+    every token as ``Sequence.tag`` and DeLFT 0.4.6 do."""
+    from delft.sequenceLabelling.reader import translate_iob_label_to_grobid
+    from delft.sequenceLabelling.export import export_model
+
+    folder = "date-BidLSTM_CRF_FEATURES"
+    bundle = export_model(str(MODELS / folder), str(tmp_path / f"{folder}.onnx"), "onnx")
+    config = json.loads((tmp_path / f"{folder}.onnx" / "config.json").read_text())
+    assert (config["embeddingsName"], config["wordEmbeddingSize"]) == ("glove-840B", 300)
+    x, f = inputs_of(folder)
+    java = onnx_engine(bundle, embeddings=standin_lmdb(standin_registry, x))
+    got = java.label_grobid_input(grobid_matrix(x, f))
+    expected = "".join("".join(f"{' '.join([t] + row)}\t{translate_iob_label_to_grobid(label)}\n"
+                               for t, row, label in zip(tokens, rows, labels)) + "\n"
+                       for tokens, rows, labels in zip(x, f, delft046_labels(folder)))
+    assert got == expected
+    assert labels_of(loaded[folder], x, f) == delft046_labels(folder)
+
+
+def test_a_chain_crf_bundle_reads_grobid_padding_as_the_model_does(
+        loaded, standin_registry, onnx_engine, tmp_path, record_property):
+    """An unmasked ChainCRF folder's bundle computes what the model computes on GROBID's input
+    (each sequence alone, padded to maxSequenceLength): the same emissions. GROBID's Java then
+    decodes them without the padding, which DeLFT did not: how many labels that changes against
+    DeLFT's own batches is measured (doc/usage.md)."""
+    from delft.sequenceLabelling.export import export_model
+
+    folder = "header-BidLSTM_ChainCRF_FEATURES"
+    model = loaded[folder]
+    bundle = export_model(str(MODELS / folder), str(tmp_path / f"{folder}.onnx"), "onnx",
+                          max_sequence_length=120)
+    x, f = inputs_of(folder)
+    x, f = [s for s in x if len(s) <= 120][:40], [r for s, r in zip(x, f) if len(s) <= 120][:40]
+    java = onnx_engine(bundle, embeddings=standin_lmdb(standin_registry, x))
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(os.path.join(bundle, "encoder.onnx"))
+    for tokens, rows in list(zip(x, f))[:5]:
+        feeds = java.encoder_inputs(tokens, rows)
+        onnx_emissions = session.run(None, feeds)[0][0]
+        corpus = model.p.encode([tokens], [rows])
+        ours = model.model(model.p.padded_batch(corpus, np.arange(1), width=120),
+                           training=False).numpy()[0]
+        np.testing.assert_allclose(onnx_emissions, ours, atol=1e-4, rtol=0)
+    got = [java.annotate_tokens(tokens, rows) for tokens, rows in zip(x, f)]
+    delft_batches = labels_of(model, x, f)
+    same = sum(a == b for g, d in zip(got, delft_batches) for a, b in zip(g, d))
+    record_property("chain_crf_onnx_labels_equal_to_delft_batches",
+                    f"{same} of {sum(map(len, x))}")

@@ -6,7 +6,8 @@ and ``import keras.backend as K`` first; ``shared``: grobidOrg/grobid's ``jep.Sh
 the start-up statements, ``Sequence('<model>-<architecture>')``, ``.load(dir_path=...)``,
 ``load_data_crf_string(input)``, ``.tag(x_all, None[, features=f_all])``, the Java cast to
 ``List<List<List<String>>>`` and ``delft2grobidLabel``. The models are the ones
-``grobidTagger.py date train --output DIR`` writes. Skips only where no JDK or no ``jep`` exists.
+``grobidTagger.py date train --output DIR`` writes, and a folder GROBID ships (DeLFT 0.x, from the
+shared sample) with GROBID's runtime settings. Skips only where no JDK or no ``jep`` exists.
 
 How the JVM is started (what works here; no LD_PRELOAD needed, libjep.so finds libpython by its
 RUNPATH): ``java -cp <site-packages>/jep/jep-<v>.jar:<classes> -Djava.library.path=<site-packages>/jep
@@ -26,8 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT, SAMPLE_DATE, crf_sequences, delft_stderr_lines, subprocess_env, \
-    unlabelled_matrix
+from conftest import GROBID_MODELS, GROBID_MODELS_REFERENCE, REPO_ROOT, SAMPLE_DATE, \
+    crf_sequences, delft_stderr_lines, subprocess_env, unlabelled_matrix
 
 # two CLI trainings, two JVMs and one Python side by side on 2 cores: 70-140 s
 pytestmark = pytest.mark.slow
@@ -334,3 +335,54 @@ def test_stdout_holds_only_the_harness_lines(run):
     mode, completed, _, _ = run
     _, _, stray = parse_harness_stdout(completed.stdout)
     assert stray == [], f"{mode}: {stray[:5]}"
+
+
+# ---- a folder GROBID ships (DeLFT 0.x, Keras 2), read as it is --------------------------------------
+
+SHIPPED = ("date", "BidLSTM_CRF_FEATURES")
+GROBID_RUNTIME = ("--max-sequence-length", "3000", "--batch-size", "20")  # grobid.yaml's overrides
+
+
+@pytest.fixture(scope="module")
+def shipped_runs(toolchain, harness_classes, standin_registry, tmp_path_factory):
+    """Both GROBID lines on GROBID's own date FEATURES folder (the shared sample, with the
+    glove-840B stand-in its DeLFT 0.4.6 references were made with), GROBID's runtime settings set
+    after load; the input is the sample's 150 reference inputs as a feature matrix."""
+    folder = "-".join(SHIPPED)
+    data = json.loads((GROBID_MODELS_REFERENCE / "inputs" / f"{folder}.json").read_text())
+    work = tmp_path_factory.mktemp("jep_shipped")
+    matrix = work / "date.crf"
+    matrix.write_text("\n\n".join("\n".join(" ".join([token] + features)
+                                           for token, features in zip(tokens, rows))
+                                 for tokens, rows in zip(data["x"], data["f"])) + "\n",
+                      encoding="utf-8")
+    started = {mode: subprocess.Popen(
+        harness_command(toolchain, harness_classes, mode, GROBID_MODELS, [SHIPPED], matrix,
+                        *GROBID_RUNTIME),
+        cwd=str(work), env=jvm_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for mode in MODES}
+    results = {}
+    for mode, process in started.items():
+        out, err = process.communicate(timeout=400)
+        results[mode] = subprocess.CompletedProcess(process.args, process.returncode,
+                                                    out.decode("utf-8", "replace"),
+                                                    err.decode("utf-8", "replace"))
+    return results, data
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_shipped_folder_tags_through_jep_as_delft_046(shipped_runs, mode):
+    """GROBID loads its own shipped folder through JEP, sets its runtime settings and tags: the
+    labels GROBID writes are DeLFT 0.4.6's, mapped by delft2grobidLabel, for every token."""
+    results, data = shipped_runs
+    completed = results[mode]
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    assert "HARNESS VIOLATION" not in completed.stderr
+    labels, _, stray = parse_harness_stdout(completed.stdout)
+    assert stray == []
+    folder = "-".join(SHIPPED)
+    expected = json.loads((GROBID_MODELS_REFERENCE / "delft-0.4.6" / f"{folder}.json").read_text())
+    assert labels[folder] == [[(token, delft2grobid_label(label))
+                               for token, label in zip(tokens, sequence)]
+                              for tokens, sequence in zip(data["x"], expected)]
+    assert unexpected_stderr(completed.stderr) == []

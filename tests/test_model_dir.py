@@ -208,16 +208,16 @@ def test_a_load_during_a_save_reads_one_model_whole(trained_date, tmp_path, monk
     trained_date.load().save(str(tmp_path))
     newer = trained_date.load()
     newer.model.set_weights([w * 2 for w in newer.model.get_weights()])
-    read_config, reads = wrapper.read_model_config, []
+    read_folder, reads = wrapper.read_folder, []
 
-    def read_config_then_save(path):
-        config = read_config(path)
+    def read_folder_then_save(path):
+        contents = read_folder(path)
         reads.append(path)
         if len(reads) == 1:
-            newer.save(str(tmp_path))  # swapped in after the config was read
-        return config
+            newer.save(str(tmp_path))  # swapped in after config and preprocessor were read
+        return contents
 
-    monkeypatch.setattr(wrapper, "read_model_config", read_config_then_save)
+    monkeypatch.setattr(wrapper, "read_folder", read_folder_then_save)
     loaded = loaded_sequence(MODEL_NAME, str(tmp_path))
     assert len(reads) == 2
     for a, b in zip(loaded.model.get_weights(), newer.model.get_weights()):

@@ -66,21 +66,23 @@ def length_bucketed_batches(lengths, batch_size, rng=None, pool_batches=POOL_BAT
     return [batches[i] for i in rng.permutation(len(batches))]
 
 
-def input_order_batches(lengths, batch_size):
-    """Consecutive batches of ``batch_size`` rows in input order, as DeLFT tags; rows without a
-    word leave their batch (nothing to label), which keeps its other rows.
+def delft_read_widths(lengths, batch_size, max_sequence_length):
+    """The width at which DeLFT reads each row when it tags: its batch's longest row, batches
+    being consecutive runs of ``batch_size`` rows in input order; DeLFT cuts rows at
+    ``max_sequence_length`` (and so its batches' widths), and widens a batch of one-word rows to
+    2. A model that reads its padding (DeLFT's ChainCRF) labels a row as DeLFT does when read at
+    that width, whatever batch it runs in. A row longer than ``max_sequence_length``, which DeLFT
+    would cut, is read whole, at its own length.
 
-    A model that reads its padding (DeLFT's ChainCRF models) labels a row as DeLFT did only in
-    the same batch as DeLFT's.
-
-    >>> [b.tolist() for b in input_order_batches(np.array([3, 0, 2, 5, 1]), 2)]
-    [[0], [2, 3], [4]]
+    >>> delft_read_widths(np.array([3, 0, 1, 5, 1, 9, 1]), 2, 8).tolist()
+    [3, 3, 5, 5, 8, 9, 2]
     """
-    lengths = np.asarray(lengths)
-    batches = [np.arange(start, min(start + batch_size, len(lengths)))
-               for start in range(0, len(lengths), batch_size)]
-    batches = [rows[lengths[rows] > 0] for rows in batches]
-    return [rows for rows in batches if len(rows)]
+    lengths = np.asarray(lengths, dtype=np.int64)
+    widths = np.zeros(len(lengths), dtype=np.int64)
+    for start in range(0, len(lengths), batch_size):
+        cut = np.minimum(lengths[start:start + batch_size], max_sequence_length)
+        widths[start:start + batch_size] = max(int(cut.max()), 2)
+    return np.maximum(widths, lengths)
 
 
 def batches_per_epoch(num_rows, batch_size, pool_batches=POOL_BATCHES):
@@ -201,7 +203,9 @@ class ReplicaFeeder:
         if self.groups > 1:
             rows = rows[np.argsort(corpus.row_length[rows], kind="stable")]
         bounds = replica_bounds(len(rows), self.num_replicas)
-        width = int(corpus.row_length[rows].max())
+        # the slices line up at the widest row's width (or read width: see delft_read_widths)
+        widths = corpus.row_length if corpus.read_width is None else corpus.read_width
+        width = int(widths[rows].max())
         parts = []
         for replica in self.local_replicas:
             start, end = bounds[replica]

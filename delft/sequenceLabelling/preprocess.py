@@ -42,6 +42,10 @@ class EncodedCorpus:
     # what a row costs in a batch, to bucket rows by: its words, or its subtokens for a
     # transformer (where the encoder's work follows the subtokens)
     row_width: Optional[np.ndarray] = None
+    # for a model that reads its padding (WordPreprocessor.reads_padding), the width each row is
+    # read at when tagging: its DeLFT batch's (batching.delft_read_widths); None in training,
+    # where a row is read at the width of the batch it is padded in
+    read_width: Optional[np.ndarray] = None
 
     def __post_init__(self):
         if self.row_width is None:
@@ -109,7 +113,8 @@ class Preprocessor:
 
     kind = ""
     uses_chars = True
-    reads_padding = False  # a model that reads its batches whole (see WordPreprocessor)
+    # a model that reads its batches, or its tokens' characters, whole (see WordPreprocessor)
+    reads_padding = reads_char_padding = False
 
     def __init__(self, max_char_length: int = 30, features_indices: Optional[List[int]] = None,
                  features_vocabulary_size: int = DEFAULT_FEATURES_VOCABULARY_SIZE):
@@ -350,9 +355,11 @@ class WordPreprocessor(Preprocessor):
     :class:`~delft.utilities.Embeddings.Embeddings`, set by ``Sequence`` and not saved with the
     preprocessor: the model folder names the embeddings), once per distinct token of a corpus, as
     DeLFT and GROBID's Java do: a word unseen in training still gets its pretrained vector. With
-    ``uses_casing`` a batch also carries each word's :func:`casing_class` id (``casing``). With
-    ``reads_padding`` batches are built for a model that reads them whole, padding included
-    (DeLFT's ChainCRF models, loaded from their folders: delft/sequenceLabelling/foreign/).
+    ``uses_casing`` a batch also carries each word's :func:`casing_class` id (``casing``). Two
+    settings serve DeLFT's models loaded from their folders (delft/sequenceLabelling/foreign/):
+    with ``reads_padding`` batches are built for a model that reads them whole, padding included
+    (DeLFT's ChainCRF models); with ``reads_char_padding`` every token has ``max_char_length``
+    characters, all of which the char encoder reads (DeLFT's ChainCRF and char CNN models).
 
     >>> p = WordPreprocessor(max_char_length=5)
     >>> p.fit([["June", "2005"]], [["B-<month>", "B-<year>"]])["labels"]
@@ -366,10 +373,11 @@ class WordPreprocessor(Preprocessor):
 
     def __init__(self, max_char_length=30, features_indices=None,
                  features_vocabulary_size=DEFAULT_FEATURES_VOCABULARY_SIZE, uses_casing=False,
-                 reads_padding=False):
+                 reads_padding=False, reads_char_padding=False):
         super().__init__(max_char_length, features_indices, features_vocabulary_size)
         self.uses_casing = uses_casing
         self.reads_padding = reads_padding
+        self.reads_char_padding = reads_char_padding
         self.embeddings = None
 
     def encode(self, x, features=None, window_size=None, window_stride=None):
@@ -396,23 +404,28 @@ class WordPreprocessor(Preprocessor):
                              data)
 
     def padded_batch(self, corpus, rows, label_ids=None, width=None):
+        width = batch_width(corpus, rows) if width is None else width
+        lengths = corpus.row_length[rows].astype(np.int32)
         if self.reads_padding:
-            return self._batch_read_whole(corpus, rows, label_ids, width)
+            lengths, width = self._read_lengths(corpus, rows, width)
         tokens = self.token_matrix(corpus, rows, width)
-        batch = {"chars": self.chars_of(corpus, tokens),
-                 "lengths": corpus.row_length[rows].astype(np.int32)}
+        chars = corpus.data["char_table"][tokens] if self.reads_char_padding else \
+            self.chars_of(corpus, tokens)
+        batch = {"chars": chars, "lengths": lengths}
         return self._add_token_inputs(batch, corpus, rows, tokens, label_ids)
 
-    def _batch_read_whole(self, corpus, rows, label_ids, width):
-        """A batch as DeLFT feeds its ChainCRF models, which read it whole, padding included:
-        at least 2 words wide (DeLFT widens a batch of one-word rows), every token
-        ``max_char_length`` characters, and every row's length the batch's width, so that the
-        word BiLSTM and the CRF run over the padding as DeLFT's do."""
-        width = max(batch_width(corpus, rows) if width is None else width, 2)
-        tokens = self.token_matrix(corpus, rows, width)
-        batch = {"chars": corpus.data["char_table"][tokens],
-                 "lengths": np.full(len(rows), width, dtype=np.int32)}
-        return self._add_token_inputs(batch, corpus, rows, tokens, label_ids)
+    @staticmethod
+    def _read_lengths(corpus, rows, width):
+        """``(lengths, width)`` of a batch for a model that reads its padding, as DeLFT's
+        ChainCRF models do: each row's length is the width DeLFT read it at
+        (``corpus.read_width``; in training the batch's width, at least 2 as DeLFT widens a batch
+        of one-word rows), so that the word BiLSTM and the CRF run over the padding as DeLFT's
+        do; past a row's length, positions are padding the model does not read."""
+        if corpus.read_width is None:
+            width = max(width, 2)
+            return np.full(len(rows), width, dtype=np.int32), width
+        lengths = corpus.read_width[rows].astype(np.int32)
+        return lengths, max(width, int(lengths.max()))
 
     def _add_token_inputs(self, batch, corpus, rows, tokens, label_ids):
         """``batch`` with the inputs looked up by token: word vectors, casing, features, labels."""
@@ -435,11 +448,12 @@ class WordPreprocessor(Preprocessor):
 
     def to_dict(self):
         return dict(super().to_dict(), uses_casing=self.uses_casing,
-                    reads_padding=self.reads_padding)
+                    reads_padding=self.reads_padding, reads_char_padding=self.reads_char_padding)
 
     @classmethod
     def from_dict(cls, values):
         p = cls(values["max_char_length"], values.get("features_indices"),
                 uses_casing=bool(values.get("uses_casing")),
-                reads_padding=bool(values.get("reads_padding")))
+                reads_padding=bool(values.get("reads_padding")),
+                reads_char_padding=bool(values.get("reads_char_padding")))
         return p.restore_vocabularies(values)

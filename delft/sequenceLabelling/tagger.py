@@ -1,7 +1,7 @@
 """Inference: forward pass and decoding in one compiled graph, sharded across the replicas.
 
 Rows are sorted by length into batches (little padding; a model that reads its padding, DeLFT's
-ChainCRF, gets DeLFT's batches in input order instead), each global batch is split across the
+ChainCRF, by the width DeLFT's batches read each row at), each global batch is split across the
 strategy's replicas, and the labels gathered back are put in input order by the row index every
 slice carries, so the output is the same on 1 or N devices.
 """
@@ -12,8 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from delft.sequenceLabelling.batching import (ReplicaFeeder, global_batch_size,
-                                              input_order_batches, length_bucketed_batches,
-                                              prefetched)
+                                              length_bucketed_batches, prefetched)
 from delft.sequenceLabelling.windows import Stitcher
 # DeLFT's import path of the entity chunker (GROBID-side code reads it from here)
 from delft.sequenceLabelling.output import get_entities_with_offsets
@@ -64,17 +63,12 @@ class Predictor:
 
     def predict(self, corpus, batch_size) -> Predictions:
         """Label ids (int32) and confidences (float32) of every word of ``corpus``."""
-        if self.feeder.preprocessor.reads_padding:
-            # DeLFT's batches, split across the replicas as they are
-            batches = input_order_batches(corpus.row_length, batch_size)
-        else:
-            batch_size = global_batch_size(batch_size, self.strategy.num_replicas_in_sync)
-            # a row without tokens (a text with no token) has nothing to label, and a batch made
-            # only of such rows would be a zero-step RNN, which TF cannot run: they never reach
-            # the model
-            filled = np.flatnonzero(corpus.row_length > 0)
-            batches = [filled[rows] for rows in
-                       length_bucketed_batches(corpus.row_width[filled], batch_size)]
+        batch_size = global_batch_size(batch_size, self.strategy.num_replicas_in_sync)
+        # a row without tokens (a text with no token) has nothing to label, and a batch made only
+        # of such rows would be a zero-step RNN, which TF cannot run: they never reach the model
+        filled = np.flatnonzero(corpus.row_length > 0)
+        widths = corpus.row_width if corpus.read_width is None else corpus.read_width
+        batches = [filled[rows] for rows in length_bucketed_batches(widths[filled], batch_size)]
         stitcher = Stitcher(corpus)
         ids = np.zeros(stitcher.size, np.int32)
         scores = np.zeros(stitcher.size, np.float32)

@@ -15,7 +15,7 @@ from typing import Optional, Sequence as Sequence_, Union
 import numpy as np
 
 from delft.sequenceLabelling import evaluation, inputs, output
-from delft.sequenceLabelling.batching import LENGTH_GROUPS, POOL_BATCHES
+from delft.sequenceLabelling.batching import LENGTH_GROUPS, POOL_BATCHES, delft_read_widths
 from delft.sequenceLabelling.config import ModelConfig, TrainingConfig
 from delft.sequenceLabelling.model_dir import (CONFIG_FILE, CURVE_FILE, HISTORY_FILE,  # noqa: F401
                                                PREPROCESSOR_FILE, WEIGHTS_FILE, folder_identity,
@@ -317,7 +317,11 @@ class Sequence:
         inputs.check_features(features, sequences)
         corpus = self.p.encode(sequences, features,
                                window_stride=window_stride)
-        predictions = predictor.predict(corpus, batch_size or self.model_config.batch_size)
+        batch_size = batch_size or self.model_config.batch_size
+        if self.p.reads_padding:  # a DeLFT ChainCRF folder: each row read as in DeLFT's batches
+            corpus.read_width = delft_read_widths(corpus.row_length, batch_size,
+                                                  self.model_config.max_sequence_length)
+        predictions = predictor.predict(corpus, batch_size)
         labels = predictions.split(self.p.decode_labels(predictions.ids))
         return labels, predictions.split(predictions.scores)
 

@@ -38,7 +38,7 @@ import jep.SubInterpreter;
  *        --delft DELFT_DIR --site-packages SITE_PACKAGES --models MODELS_DIR
  *        --model NAME:ARCHITECTURE [--model NAME:ARCHITECTURE ...] --input MATRIX_FILE
  *        [--calls one-call|per-sequence|both] [--per-sequence] [--repeat N] [--no-labels]
- *        [--mark-stderr]
+ *        [--mark-stderr] [--max-sequence-length N] [--batch-size N]
  *
  * NAME:ARCHITECTURE loads Sequence('NAME-ARCHITECTURE') from MODELS_DIR/NAME-ARCHITECTURE/ (GROBID's
  * fullModelName); the features are passed when ARCHITECTURE contains "FEATURE", as GROBID decides.
@@ -46,7 +46,8 @@ import jep.SubInterpreter;
  * labels one date, one citation... per call); one-call (the default) labels the whole file in one
  * call; both does per-sequence then one-call. --repeat N labels the input N times per kind of call
  * (timing only; labels are printed for the first pass). --mark-stderr writes "# harness call N" on
- * stderr before each call (diagnosis of what the calls print).
+ * stderr before each call (diagnosis of what the calls print). --max-sequence-length and
+ * --batch-size are GROBID's runtime overrides from grobid.yaml, set on model_config after load.
  *
  * stdout, and only this: for each model "# model FULLNAME", then one line per input token
  * "TOKEN<TAB>GROBID_LABEL" (the token of the returned [token, label] pair, the label after
@@ -76,6 +77,8 @@ public class GrobidLikeClient {
     static int repeat = 1;
     static boolean printLabels = true;
     static boolean markStderr = false;
+    static int runtimeMaxSequenceLength = -1;
+    static int runtimeBatchSize = -1;
     static int callCount = 0;
 
     static final PrintStream OUT = new PrintStream(System.out, false, StandardCharsets.UTF_8);
@@ -214,6 +217,11 @@ public class GrobidLikeClient {
     static void initModel(String modelName, String fullModelName) throws JepException {
         jep.eval(modelName + " = Sequence('" + fullModelName + "')");
         jep.eval(modelName + ".load(dir_path='" + modelPath.getAbsolutePath() + "')");
+        // grobidOrg/grobid's runtime overrides (grobid.yaml), set after load when configured
+        if (runtimeMaxSequenceLength != -1)
+            jep.eval(modelName + ".model_config.max_sequence_length=" + runtimeMaxSequenceLength);
+        if (runtimeBatchSize != -1)
+            jep.eval(modelName + ".model_config.batch_size=" + runtimeBatchSize);
     }
 
     @SuppressWarnings("unchecked")
@@ -407,6 +415,8 @@ public class GrobidLikeClient {
                 case "--repeat": repeat = Integer.parseInt(args[++k]); break;
                 case "--no-labels": printLabels = false; break;
                 case "--mark-stderr": markStderr = true; break;
+                case "--max-sequence-length": runtimeMaxSequenceLength = Integer.parseInt(args[++k]); break;
+                case "--batch-size": runtimeBatchSize = Integer.parseInt(args[++k]); break;
                 default: usage("unknown argument " + args[k]);
             }
         }

@@ -155,7 +155,11 @@ def encoder_function(sequence, word_width: int, columns: Optional[list]):
     ``[batch, seq, len(columns)]``; output ``[batch, seq, labels]`` float32. Batch and seq are
     dynamic. A row's length is its last non-empty ``char_input`` token (GROBID pads with zero
     rows), and the model runs on the batch's longest row only: the potentials of the padding GROBID
-    adds up to ``maxSequenceLength`` are zeros it never decodes, and cost nothing to compute.
+    adds up to ``maxSequenceLength`` are zeros it never decodes, and cost nothing to compute. A
+    model that reads its padding (a DeLFT ChainCRF folder, ``reads_padding``) reads all of it, as
+    it does in DeLFT: its labels through GROBID's Java engine are those of a batch padded to
+    ``maxSequenceLength`` and decoded without the padding (doc/export.md measures the
+    difference); one that reads its characters' padding reads all ``maxCharLength`` of them.
 
     Args:
         sequence: the loaded ``Sequence``.
@@ -177,13 +181,21 @@ def encoder_function(sequence, word_width: int, columns: Optional[list]):
     def encode(word_input, char_input, features_input=None):
         chars = tf.cast(char_input, tf.int32)
         steps = tf.shape(chars)[1]
-        filled = tf.reduce_any(chars > 0, axis=2)
-        positions = tf.range(1, steps + 1)[tf.newaxis, :]
-        lengths = tf.reduce_max(tf.where(filled, positions, 0), axis=1)
-        # at least one step: an all-empty batch must still run (its potentials are not decoded)
-        width = tf.maximum(tf.reduce_max(lengths), 1)
-        char_width = tf.maximum(tf.reduce_max(tf.reduce_sum(tf.cast(chars > 0, tf.int32), 2)), 1)
-        batch = {"chars": chars[:, :width, :char_width], "lengths": lengths}
+        if preprocessor.reads_padding:
+            # DeLFT's unmasked ChainCRF models read all they are fed: GROBID's padding too
+            width = steps
+            lengths = tf.fill(tf.shape(chars)[:1], steps)
+        else:
+            filled = tf.reduce_any(chars > 0, axis=2)
+            positions = tf.range(1, steps + 1)[tf.newaxis, :]
+            lengths = tf.reduce_max(tf.where(filled, positions, 0), axis=1)
+            # at least one step: an all-empty batch must still run (its potentials are not
+            # decoded)
+            width = tf.maximum(tf.reduce_max(lengths), 1)
+        if not preprocessor.reads_char_padding:
+            chars = chars[:, :, :tf.maximum(
+                tf.reduce_max(tf.reduce_sum(tf.cast(chars > 0, tf.int32), 2)), 1)]
+        batch = {"chars": chars[:, :width], "lengths": lengths}
         batch.update(word_batch(word_input[:, :width], word_width))
         if features_input is not None:
             picked = tf.gather(features_input[:, :width], model_columns, axis=2)

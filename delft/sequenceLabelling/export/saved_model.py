@@ -107,6 +107,11 @@ def saved_model_vocab(sequence, module: LabellingModule) -> dict:
         vocab["casingClasses"] = list(CASING_CLASSES)
     if sequence.model_config.embeddings_name:
         vocab["embeddingsName"] = sequence.model_config.embeddings_name
+    if preprocessor.reads_padding:
+        vocab["readsPadding"] = ("a DeLFT ChainCRF model: it reads the whole padded batch, as "
+                                 "DeLFT ran it; give every row the batch's width in lengths "
+                                 "(at least 2), maxCharLength chars to every word, and DeLFT's "
+                                 "batches (input order, its batch size) for DeLFT's labels")
     vocab["outputs"] = {"tags": "int32 [batch, words]: tagIndex ids, 0 past each row's length",
                         "scores": "float32 [batch, words]: softmax confidence of each tag",
                         "potentials": "float32 [batch, words, labels]: CRF inputs"}

@@ -17,7 +17,8 @@ What DeLFT 0.4.6 computes, and where it lands here (``doc/usage.md``, "Models yo
   a text's labels do not depend on its batch. The ChainCRF models have no mask: the char BiLSTM
   reads every token as ``max_char_length`` characters, the word BiLSTM and the CRF read the whole
   padded batch (the end energy lands on the batch's last position, and ``<PAD>``, label 0, can
-  be predicted). Their preprocessor gets ``reads_padding``, which gives them DeLFT's batches.
+  be predicted). Their preprocessor gets ``reads_padding`` and ``reads_char_padding``, which
+  give them DeLFT's batches.
 
 Layer names vary between folders (``bidirectional_1`` or ``_2``): layers are found by their base
 name and their weights by their role in each group's ``weight_names``, never by a full name.
@@ -93,7 +94,8 @@ def _preprocessor(values, config, where):
     labels = vocabulary_list(values.get("vocab_tag"), f"{where}: vocab_tag")
     preprocessor = WordPreprocessor(
         int(values.get("max_char_length") or config.max_char_length),
-        reads_padding="ChainCRF" in config.architecture)
+        reads_padding="ChainCRF" in config.architecture,
+        reads_char_padding="ChainCRF" in config.architecture)
     preprocessor.char_index = {c: i for i, c in enumerate(chars)}
     preprocessor.label_vocabulary = LabelVocabulary(labels)
     if not config.architecture.endswith("FEATURES"):

@@ -12,9 +12,10 @@ Two differences from DeLFT, both deliberate: every model, softmax ones included,
 tanh layer before the potentials (DeLFT's BidLSTM and BidLSTM_CNN project the BiLSTM states
 directly); and padded positions never take part, in every architecture (DeLFT 1.2's ChainCRF
 models run their LSTMs and CRF over the padding, so a text's labels depend on the longest text
-of its batch). A ChainCRF model loaded from a DeLFT folder keeps DeLFT's computation: its
-preprocessor's ``reads_padding`` makes the batches whole-width and the char encoder read the
-padding (delft/sequenceLabelling/foreign/).
+of its batch). A model loaded from a DeLFT folder keeps DeLFT's computation: its
+preprocessor's ``reads_padding`` (ChainCRF) makes the batches whole-width, and its
+``reads_char_padding`` (ChainCRF, char CNN) makes the char encoder read the padding
+(delft/sequenceLabelling/foreign/).
 """
 import keras
 import tensorflow as tf
@@ -54,7 +55,7 @@ class BidLSTM(SequenceLabeller):
                  feature_vocab_sizes=(), features_embedding_size=4, features_lstm_units=4,
                  features_encoder="concat",
                  word_embedding_size=0, char_encoder="lstm", casing=False, use_crf=True,
-                 reads_padding=False, **kwargs):
+                 reads_char_padding=False, **kwargs):
         super().__init__(num_labels, use_crf=use_crf, **kwargs)
         self.word_lstm_units = word_lstm_units
         self.dropout = dropout
@@ -62,10 +63,11 @@ class BidLSTM(SequenceLabeller):
         self.word_embedding_size = word_embedding_size
         if char_encoder == "cnn":
             self.char_encoder = CharCNN(char_vocab_size, char_emb_size, CHAR_CNN_FILTERS,
-                                        name="char_encoder")
+                                        reads_padding=reads_char_padding, name="char_encoder")
         else:
             self.char_encoder = CharEncoder(char_vocab_size, char_emb_size, char_lstm_units,
-                                            reads_padding=reads_padding, name="char_encoder")
+                                            reads_padding=reads_char_padding,
+                                            name="char_encoder")
         # N(0, 1) as torch's nn.Embedding (see CharEncoder); trainable, as in DeLFT 1.2
         self.casing_embedding = keras.layers.Embedding(
             len(CASING_CLASSES), CASING_EMBEDDING_SIZE, name="casing_embedding",
@@ -128,7 +130,8 @@ def rnn_options(model_config, preprocessor, parts):
                 features_encoder=model_config.features_encoder,
                 word_embedding_size=model_config.word_embedding_size,
                 char_encoder=parts.char_encoder, casing=parts.casing, use_crf=parts.crf,
-                reads_padding=preprocessor.reads_padding, name=model_config.architecture)
+                reads_char_padding=preprocessor.reads_char_padding,
+                name=model_config.architecture)
 
 
 def build_bilstm(model_config, preprocessor, parts):
