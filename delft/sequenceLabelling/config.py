@@ -80,6 +80,11 @@ class ModelConfig:
     crf_lr_multiplier: float = option(
         500.0, "transformers: how much faster than the encoder the CRF transitions learn",
         minimum=0.0)
+    crf_over_subtokens: bool = option(
+        False, "transformers: the CRF decodes every subtoken of a row (special and continuation "
+               "ones labelled <PAD>) and a word takes its first subtoken's label, as DeLFT 1.x's "
+               "BERT_CRF (its folders load with it); false: one potential per word",
+        cli=False)
     delft_version: str = option("", "the delft version that saved the model", cli=False)
 
     def save(self, path):

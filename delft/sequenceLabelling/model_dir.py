@@ -22,6 +22,7 @@ HISTORY_FILE = "history.json"
 # who wrote a folder, told by the weights file it holds
 OWN, DELFT0, DELFT1 = "delft", "DeLFT 0.x (Keras 2)", "DeLFT 1.x (PyTorch)"
 FOLDER_WEIGHTS = {OWN: WEIGHTS_FILE, DELFT0: "model_weights.hdf5", DELFT1: "model.safetensors"}
+PICKLED_WEIGHTS = "model_weights.pt"  # DeLFT 1.0/1.1's torch.save: refused, never unpickled
 
 
 def folder_format(path):
@@ -32,34 +33,38 @@ def folder_format(path):
     for kind, name in FOLDER_WEIGHTS.items():
         if os.path.isfile(os.path.join(path, name)):
             return kind
+    if os.path.isfile(os.path.join(path, PICKLED_WEIGHTS)):
+        raise ModelLoadError(f"{path}: a DeLFT 1.0/1.1 folder whose weights are pickled "
+                             f"({PICKLED_WEIGHTS}), which is never unpickled here: save it "
+                             "again with DeLFT 1.2 (model.safetensors)")
     raise ModelLoadError(f"{path}: incomplete model directory, {WEIGHTS_FILE} is missing")
 
 
 def read_folder(path):
-    """``(kind, config, preprocessor, weights)`` of the model folder ``path``, read and checked
-    without TensorFlow: ``weights`` is None for our own folders (Keras loads their file), the
-    converted weights of a DeLFT folder (:func:`delft.sequenceLabelling.foreign.assign_weights`
-    sets them)."""
+    """``(kind, config, preprocessor, foreign)`` of the model folder ``path``, read and checked
+    without TensorFlow: ``foreign`` is None for our own folders (Keras loads their file), a
+    DeLFT folder's :class:`~delft.sequenceLabelling.foreign.ForeignModel` (whose converted
+    weights :func:`delft.sequenceLabelling.foreign.assign_weights` sets)."""
     kind = folder_format(path)
     if kind != OWN:
         from delft.sequenceLabelling.foreign import read_foreign_folder
 
         found = read_foreign_folder(path, kind)
-        return kind, found.config, found.preprocessor, found.weights
+        return kind, found.config, found.preprocessor, found
     config = read_model_config(path)
     preprocessor = models.load_preprocessor(os.path.join(path, PREPROCESSOR_FILE))
     preprocessor.load_resources(path)
     return kind, config, preprocessor, None
 
 
-def set_folder_weights(model, path, weights, strategy, architecture):
+def set_folder_weights(model, path, foreign, strategy, architecture):
     """Give ``model`` (built as ``architecture`` in ``strategy``'s scope from the folder's config)
-    the weights of the folder ``path``: ``weights`` from :func:`read_folder`."""
-    if weights is not None:
+    the weights of the folder ``path``: ``foreign`` from :func:`read_folder`."""
+    if foreign is not None:
         from delft.sequenceLabelling.foreign import assign_weights
 
         with strategy.scope():
-            assign_weights(model, weights, path)
+            assign_weights(model, foreign, path)
         return
     file = os.path.join(path, WEIGHTS_FILE)
     check_weights_match(model, file, architecture)

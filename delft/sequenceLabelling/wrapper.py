@@ -463,7 +463,7 @@ class Sequence:
         raise ModelLoadError(f"{path}: replaced {LOAD_ATTEMPTS} times while being loaded")
 
     def _load_folder(self, path, multi_gpu):
-        kind, config, self.p, weights = read_folder(path)
+        _, config, self.p, foreign = read_folder(path)
         config.model_name = self.model_config.model_name
         self.model_config = config
         self._open_embeddings(loading_from=path)
@@ -473,7 +473,7 @@ class Sequence:
         except ConfigurationError as error:
             raise ModelLoadError(f"{path}: config.json and {PREPROCESSOR_FILE} do not describe "
                                  f"the same model ({error})") from None
-        set_folder_weights(self.model, path, weights, strategy, config.architecture)
+        set_folder_weights(self.model, path, foreign, strategy, config.architecture)
         self._strategy = strategy
         self._predictors = {}
         self.models = [self.model]

@@ -10,7 +10,6 @@ transformer model also gets its tokenizer, in ``transformer/``. Loading it needs
 """
 import logging
 import os
-import shutil
 
 import tensorflow as tf
 
@@ -81,8 +80,8 @@ def export_saved_model(model_dir: str, output: str, sequence=None) -> str:
         tf.saved_model.save(module, os.path.join(staging, SAVED_MODEL_DIR),
                             signatures={SIGNATURE: module.serve.get_concrete_function()})
         write_json(os.path.join(staging, VOCAB_FILE), saved_model_vocab(sequence, module))
-        if uses_transformer(sequence):
-            _copy_tokenizer(model_dir, staging)
+        if uses_transformer(sequence):  # its encoder config and tokenizer, as the model has them
+            sequence.p.save_resources(staging)
     logger.info("SavedModel of %s written to %s", model_dir, output)
     return os.path.join(os.path.abspath(output), SAVED_MODEL_DIR)
 
@@ -143,10 +142,3 @@ def _input_note(name: str) -> str:
         "word_starts": "int32 [batch, words]: position of each word's first subtoken in its row",
     }
     return notes.get(name, "see the model's preprocessor")
-
-
-def _copy_tokenizer(model_dir: str, staging: str) -> None:
-    """The transformer's tokenizer and encoder config, as the model folder keeps them."""
-    from delft.sequenceLabelling.transformers.preprocess import RESOURCES_DIR
-
-    shutil.copytree(os.path.join(model_dir, RESOURCES_DIR), os.path.join(staging, RESOURCES_DIR))

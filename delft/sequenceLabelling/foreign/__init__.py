@@ -35,11 +35,14 @@ class ForeignModel:
         preprocessor: our preprocessor, with the folder's vocabularies.
         weights: per layer of our model (its attribute path, ``"char_encoder.lstm"``), its
             weights in Keras' layout, each with the name it has in the folder.
+        built_with_weights: layers that read their weights from the folder when the model is
+            built (a transformer encoder, ported by keras-hub's converter).
     """
 
     config: ModelConfig
     preprocessor: object
     weights: Dict[str, List[SourceWeight]] = field(default_factory=dict)
+    built_with_weights: Tuple[str, ...] = ()
 
 
 def read_foreign_folder(path, kind):
@@ -96,11 +99,14 @@ def portable_shapes(layer):
     return [tuple(v.shape) for v in layer.weights]
 
 
-def assign_weights(model, weights, path):
-    """Set ``model``'s weights from a reader's ``weights``; every layer of the model holding
-    weights must be set, each weight at its shape, or a one-line :class:`ModelLoadError` names
-    the folder's weight, its shape and the one the model expects."""
-    named = {}
+def assign_weights(model, found, path):
+    """Set ``model``'s weights from a reader's :class:`ForeignModel` ``found``; every layer of
+    the model holding weights must be set (or be one of ``found.built_with_weights``), each
+    weight at its shape, or a one-line :class:`ModelLoadError` names the folder's weight, its
+    shape and the one the model expects."""
+    weights = found.weights
+    named = {id(v): name for name in found.built_with_weights
+             for v in getattr(model, name).weights}
     for attribute, values in weights.items():
         layer = model
         for part in attribute.split("."):

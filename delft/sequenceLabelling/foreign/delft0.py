@@ -29,12 +29,11 @@ import re
 import h5py
 import numpy as np
 
-from delft.sequenceLabelling.config import ModelConfig
-from delft.sequenceLabelling.foreign import ForeignModel, read_json, vocabulary_list
+from delft.sequenceLabelling.foreign import ForeignModel, read_json
+from delft.sequenceLabelling.foreign.delft_files import (check_vocabularies, feature_table,
+                                                         model_config, word_preprocessor)
 from delft.sequenceLabelling.model_dir import DELFT0, FOLDER_WEIGHTS
-from delft.sequenceLabelling.preprocess import PAD_INDEX, UNKNOWN_INDEX, LabelVocabulary
-from delft.sequenceLabelling.preprocess import WordPreprocessor
-from delft.utilities.errors import ConfigurationError, ModelLoadError
+from delft.utilities.errors import ModelLoadError
 
 # the architectures GROBID ships, all of which DeLFT 0.4.6 loads
 ARCHITECTURES = ("BidLSTM_CRF", "BidLSTM_CRF_FEATURES", "BidLSTM_ChainCRF",
@@ -56,86 +55,16 @@ def read_delft0_folder(path):
     if architecture not in ARCHITECTURES:
         raise ModelLoadError(f"{config_path}: architecture {architecture!r} of a DeLFT 0.x "
                              f"folder is not supported (supported: {', '.join(ARCHITECTURES)})")
-    config = _model_config(values, architecture, config_path)
+    config = model_config(values, architecture, config_path)
     preprocessor_path = os.path.join(path, "preprocessor.json")
-    preprocessor, feature_rows = _preprocessor(read_json(preprocessor_path), config,
-                                               preprocessor_path)
+    chain = "ChainCRF" in architecture  # unmasked: they read their padding
+    preprocessor, feature_rows = word_preprocessor(read_json(preprocessor_path), config,
+                                                   preprocessor_path, reads_padding=chain,
+                                                   reads_char_padding=chain)
     weights_path = os.path.join(path, FOLDER_WEIGHTS[DELFT0])
     layers = read_keras2_layers(weights_path)
     weights = _our_weights(layers, config, preprocessor, feature_rows, weights_path)
     return ForeignModel(config, preprocessor, weights)
-
-
-def _model_config(values, architecture, where):
-    """Our :class:`ModelConfig` of a DeLFT 0.x ``config.json``."""
-    renamed = {"char_emb_size": "char_embedding_size", "char_lstm_units": "num_char_lstm_units",
-               "word_lstm_units": "num_word_lstm_units"}
-    kept = ("embeddings_name", "word_embedding_size", "max_char_length", "max_sequence_length",
-            "dropout", "recurrent_dropout", "batch_size", "features_indices",
-            "features_vocabulary_size", "features_embedding_size", "features_lstm_units")
-    fields = {name: values.get(renamed.get(name, name)) for name in list(renamed) + list(kept)}
-    fields = {name: value for name, value in fields.items() if value is not None}
-    fields["word_embedding_size"] = fields.get("word_embedding_size", 0) \
-        if fields.get("embeddings_name") else 0
-    try:
-        return ModelConfig(architecture=architecture, features_encoder="lstm",
-                           **fields).validated(where)
-    except (TypeError, ConfigurationError) as error:
-        raise ModelLoadError(str(error) if str(error).startswith(where) else
-                             f"{where}: {error}") from None
-
-
-def _preprocessor(values, config, where):
-    """Our preprocessor of a DeLFT 0.x ``preprocessor.json``, and for each feature column the
-    rows of DeLFT's feature table that our per-column table takes (None without features)."""
-    chars = vocabulary_list(values.get("vocab_char"), f"{where}: vocab_char")
-    if chars[PAD_INDEX] != "<PAD>" or chars[UNKNOWN_INDEX] != "<UNK>":
-        raise ModelLoadError(f"{where}: vocab_char does not start with <PAD>, <UNK>")
-    labels = vocabulary_list(values.get("vocab_tag"), f"{where}: vocab_tag")
-    preprocessor = WordPreprocessor(
-        int(values.get("max_char_length") or config.max_char_length),
-        reads_padding="ChainCRF" in config.architecture,
-        reads_char_padding="ChainCRF" in config.architecture)
-    preprocessor.char_index = {c: i for i, c in enumerate(chars)}
-    preprocessor.label_vocabulary = LabelVocabulary(labels)
-    if not config.architecture.endswith("FEATURES"):
-        return preprocessor, None
-    columns, feature_rows = _feature_columns(values.get("feature_preprocessor"), config, where)
-    preprocessor.features_indices = columns
-    preprocessor.features_vocabulary_size = config.features_vocabulary_size
-    preprocessor.feature_index = [{value: UNKNOWN_INDEX + 1 + rank for rank, value in
-                                   enumerate(sorted(rows, key=rows.get))}
-                                  for rows in feature_rows]
-    # DeLFT reads the columns it knows of any row holding them: no count of columns to check
-    preprocessor.feature_widths = []
-    return preprocessor, feature_rows
-
-
-def _feature_columns(values, config, where):
-    """The feature columns DeLFT reads, in its order (increasing), and each one's ``{value:
-    DeLFT row}``; ``features_vocabulary_size`` is raised to the most values of a column."""
-    if not isinstance(values, dict) or not isinstance(values.get("features_map_to_index"), dict):
-        raise ModelLoadError(f"{where}: a {config.architecture} model without "
-                             "feature_preprocessor.features_map_to_index")
-    indices = values.get("features_indices") or config.features_indices
-    if not isinstance(indices, list) or not indices or \
-            not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in indices):
-        raise ModelLoadError(f"{where}: feature_preprocessor.features_indices must be a list of "
-                             f"column indices, not {indices!r}")
-    columns = sorted(set(indices))  # DeLFT keeps a row's columns in their order
-    mapping = values["features_map_to_index"]
-    feature_rows = []
-    for column in columns:
-        rows = mapping.get(str(column), {})
-        if not isinstance(rows, dict) or not all(
-                isinstance(r, int) and not isinstance(r, bool) and r > 0 for r in rows.values()):
-            raise ModelLoadError(f"{where}: features_map_to_index[{column!r}] must map values "
-                                 "to positive ids")
-        feature_rows.append(rows)
-    config.features_indices = columns
-    config.features_vocabulary_size = max([config.features_vocabulary_size] +
-                                          [len(rows) for rows in feature_rows])
-    return columns, feature_rows
 
 
 def read_keras2_layers(path):
@@ -232,37 +161,9 @@ def _our_weights(layers, config, preprocessor, feature_rows, where):
             ours["crf"] = _by_variable(weights, ("U", "b_start", "b_end"), where)
         else:
             raise ModelLoadError(f"{where}: {weights[0][0]}: a layer we do not have")
-    _check_vocabularies(ours, preprocessor, where)
+    check_vocabularies(ours, preprocessor, where)
     if feature_rows is not None and "feature_encoder.embedding" in ours:
-        ours["feature_encoder.embedding"] = [_feature_table(
+        ours["feature_encoder.embedding"] = [feature_table(
             ours["feature_encoder.embedding"][0], feature_rows, config.features_vocabulary_size,
             where)]
     return ours
-
-
-def _check_vocabularies(ours, preprocessor, where):
-    """Vocabulary sizes that disagree with the weights: a one-line error naming both."""
-    sizes = [("char_encoder.embedding", 0, preprocessor.char_vocab_size, "vocab_char"),
-             ("crf", 0, preprocessor.num_labels, "vocab_tag")]
-    for target, axis, size, vocabulary in sizes:
-        if target in ours:
-            name, value = ours[target][0]
-            if value.shape[axis] != size:
-                raise ModelLoadError(f"{where}: {name} has {value.shape[axis]} rows, "
-                                     f"preprocessor.json's {vocabulary} {size} entries")
-
-
-def _feature_table(source, feature_rows, vocabulary_size, where):
-    """Our per-column feature table (``vocabulary_size + 2`` rows a column) from DeLFT's one
-    table: ids 0 and 1 (padding, unseen) take DeLFT's row 0, then the column's values in the
-    order of their DeLFT rows."""
-    name, table = source
-    width = vocabulary_size + UNKNOWN_INDEX + 1
-    ours = np.zeros((width * len(feature_rows), table.shape[1]), dtype=np.float32)
-    for column, rows in enumerate(feature_rows):
-        ids = [0, 0] + sorted(rows.values())
-        if ids[-1] >= len(table):
-            raise ModelLoadError(f"{where}: {name} has {len(table)} rows, the feature map "
-                                 f"names row {ids[-1]}")
-        ours[column * width:column * width + len(ids)] = table[ids]
-    return name, ours

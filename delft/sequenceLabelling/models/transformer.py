@@ -5,6 +5,8 @@ ChainCRF names) are one model, :class:`TransformerTagger`: subtokens -> encoder 
 each word's *first* subtoken (gathered with ``word_starts``) [+ char BiLSTM] [+ feature
 embeddings] -> dropout -> dense -> CRF or softmax. Potentials are per word, so other subtokens and
 the special tokens never reach the loss or the decoding, and every input word gets one label.
+A DeLFT 1.x BERT_CRF folder loads with ``crf_over_subtokens``: its CRF decodes every subtoken, as
+DeLFT 1.x's does, and a word takes its first subtoken's label.
 
 The head is trained from scratch while the encoder is only adapted: with the encoder at 2e-5, the
 dense layer learns ``head_lr_multiplier`` (50) times faster and the CRF transitions
@@ -49,10 +51,11 @@ class TransformerTagger(SequenceLabeller):
                  features_embedding_size=4, features_lstm_units=4, features_encoder="concat",
                  dropout=HEAD_DROPOUT,
                  head_lr_multiplier=1.0,
-                 crf_lr_multiplier=1.0, **kwargs):
+                 crf_lr_multiplier=1.0, crf_over_subtokens=False, **kwargs):
         # the base's CRF is replaced by one whose learning rate follows the head's
         super().__init__(num_labels, use_crf=False, **kwargs)
         self.use_crf = use_crf
+        self.crf_over_subtokens = crf_over_subtokens and use_crf
         self.head_lr_multiplier = float(head_lr_multiplier)
         self.crf_lr_multiplier = float(crf_lr_multiplier)
         self.crf = (ScaledChainCRF(num_labels, self.crf_lr_multiplier, name="crf")
@@ -85,6 +88,9 @@ class TransformerTagger(SequenceLabeller):
 
     def word_potentials(self, batch, training=False):
         states = self.subtoken_states(batch, training=training)
+        if self.crf_over_subtokens:  # every subtoken's potentials: see decode
+            return self.potentials_layer(self.head_dropout(tf.cast(states, tf.float32),
+                                                           training=training))
         parts = [tf.cast(tf.gather(states, batch["word_starts"], batch_dims=1), tf.float32)]
         if self.char_encoder is not None:
             parts.append(tf.cast(self.char_encoder(batch["chars"]), parts[0].dtype))
@@ -93,6 +99,34 @@ class TransformerTagger(SequenceLabeller):
         x = parts[0] if len(parts) == 1 else tf.concat(parts, axis=-1)
         x = self.head_dropout(x, training=training)
         return self.potentials_layer(x)
+
+
+    # -- DeLFT 1.x's BERT_CRF: the CRF over every subtoken --------------------------------------
+    def decode(self, batch, potentials):
+        """With ``crf_over_subtokens``, the best path over every subtoken of each row ([CLS],
+        continuation subtokens and [SEP] included), read at each word's first subtoken."""
+        if not self.crf_over_subtokens:
+            return super().decode(batch, potentials)
+        tags, _ = self.crf.decode(potentials, tf.reduce_sum(batch["padding_mask"], axis=1))
+        scores = tf.gather(tf.nn.softmax(potentials), tags, batch_dims=2)
+        return (tf.gather(tags, batch["word_starts"], batch_dims=1),
+                tf.gather(scores, batch["word_starts"], batch_dims=1))
+
+    def loss_per_example(self, batch, potentials):
+        """With ``crf_over_subtokens``, the CRF's loss over every subtoken, each word's label at
+        its first subtoken and label 0 (DeLFT's ``<PAD>``) everywhere else, as DeLFT 1.x
+        trains."""
+        if not self.crf_over_subtokens:
+            return super().loss_per_example(batch, potentials)
+        starts = batch["word_starts"]
+        rows = tf.broadcast_to(tf.range(tf.shape(starts)[0])[:, tf.newaxis], tf.shape(starts))
+        words = tf.sequence_mask(batch["lengths"], tf.shape(starts)[1])
+        labels = tf.tensor_scatter_nd_update(
+            tf.zeros(tf.shape(batch["input_ids"]), tf.int32),
+            tf.stack([tf.boolean_mask(rows, words), tf.boolean_mask(starts, words)], axis=1),
+            tf.boolean_mask(batch["labels"], words))
+        return self.crf.negative_log_likelihood(potentials, labels,
+                                                tf.reduce_sum(batch["padding_mask"], axis=1))
 
 
 def build_transformer_model(model_config, preprocessor, parts, dropout=None):
@@ -123,4 +157,5 @@ def build_transformer_model(model_config, preprocessor, parts, dropout=None):
         features_encoder=model_config.features_encoder,
         dropout=HEAD_DROPOUT if dropout is None else dropout,
         head_lr_multiplier=model_config.head_lr_multiplier,
-        crf_lr_multiplier=model_config.crf_lr_multiplier, name=model_config.architecture)
+        crf_lr_multiplier=model_config.crf_lr_multiplier,
+        crf_over_subtokens=model_config.crf_over_subtokens, name=model_config.architecture)

@@ -76,6 +76,14 @@ def read_encoder_config(path: str) -> dict:
             config = json.load(stream)
     except (ValueError, OSError) as error:
         raise ModelLoadError(f"{config_path}: unreadable ({error})") from None
+    return checked_encoder_config(config, path)
+
+
+def checked_encoder_config(config: dict, path: str) -> dict:
+    """``config`` (a Hugging Face encoder config read from ``path``), its model type and
+    position embedding checked: one-line errors naming ``path``."""
+    if not isinstance(config, dict):
+        raise ModelLoadError(f"{path}: the encoder config is not a JSON object")
     model_type = config.get("model_type")
     if model_type not in SUPPORTED_MODEL_TYPES:
         raise ConfigurationError(

@@ -13,6 +13,7 @@ import numpy as np
 from delft.sequenceLabelling.feature_columns import DEFAULT_FEATURES_VOCABULARY_SIZE
 from delft.sequenceLabelling.preprocess import EncodedCorpus, Preprocessor, batch_width
 from delft.sequenceLabelling.transformers.checkpoint import (ENCODER_LIMIT, check_checkpoint,
+                                                             checked_encoder_config,
                                                              encoder_positions, load_tokenizer,
                                                              read_encoder_config,
                                                              resolve_transformer)
@@ -59,6 +60,20 @@ class TransformerPreprocessor(Preprocessor):
             self.transformer_dir = resolve_transformer(transformer_name)
             self._config = check_checkpoint(self.transformer_dir)
             self.tokenizer  # noqa: B018 - a checkpoint without a tokenizer fails here, named
+
+    @classmethod
+    def from_files(cls, transformer_name, weights_dir, encoder_config, tokenizer_dir,
+                   max_sequence_length):
+        """A preprocessor whose encoder's config, tokenizer and weights lie apart, as in a DeLFT
+        1.x folder: ``encoder_config`` (a dict), the tokenizer files in ``tokenizer_dir``, the
+        weights in ``weights_dir/model.safetensors`` (read when the model is built)."""
+        preprocessor = cls(None, max_sequence_length)
+        preprocessor.transformer_name = transformer_name
+        preprocessor.transformer_dir = weights_dir
+        preprocessor._config = checked_encoder_config(encoder_config, weights_dir)
+        preprocessor._tokenizer = load_tokenizer(tokenizer_dir, preprocessor.model_type,
+                                                 encoder_config.get("vocab_size"))
+        return preprocessor
 
     # -- checkpoint ---------------------------------------------------------------------------
     @property
