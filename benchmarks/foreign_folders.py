@@ -23,12 +23,12 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from delft.utilities.data_path import shared_data_file  # noqa: E402
+from export_throughput import best_time  # noqa: E402  (this folder is on sys.path)
 
 MODELS = shared_data_file("grobid-models")
 REFERENCE = MODELS / "reference"
@@ -65,16 +65,6 @@ def standin_registry(directory):
                                    "format": "vec", "lang": "en", "item": "word"}],
                    "transformers": [], "embeddings-contextualized": []}, out)
     return registry
-
-
-def best_time(call, repeats):
-    call()  # warm-up: the compiled step is traced once
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def own_model(folder, loaded, x, f, y, directory, folder_settings):

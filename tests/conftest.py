@@ -5,6 +5,7 @@ The session model is trained once (``trained_date``) on the real GROBID date dat
 itself skip with a reason), and saved under a temporary models dir as ``date-BidLSTM_CRF/`` — the
 layout GROBID loads. Tests that change a model load their own copy from that dir.
 """
+import contextlib
 import json
 import os
 import re
@@ -154,8 +155,6 @@ class TrainedDate:
 
     def load(self):
         """A fresh Sequence loaded from the saved dir (safe to change)."""
-        from delft.sequenceLabelling import Sequence
-
         return loaded_sequence(MODEL_NAME, str(self.models_dir))
 
 
@@ -189,8 +188,14 @@ def loaded_sequence(name, dir_path, **kwargs):
     from delft.sequenceLabelling import Sequence
 
     model = Sequence(name)
-    assert model.load(dir_path, **kwargs) is None
+    assert model.load(str(dir_path), **kwargs) is None
     return model
+
+
+def labels_of(model, x, features=None, **options):
+    """The labels ``model.tag`` gives the token lists ``x`` (and their ``features``)."""
+    return [[label for _, label in pairs]
+            for pairs in model.tag(x, None, features=features, **options)]
 
 
 def token_accuracy(pairs_per_sequence, gold):
@@ -200,32 +205,42 @@ def token_accuracy(pairs_per_sequence, gold):
     return correct / total
 
 
+@contextlib.contextmanager
+def registry_of(directory, name, vectors):
+    """A registry naming the vectors file ``vectors`` ``name`` (its cache in ``directory``), set
+    as ``DELFT_RESOURCE_REGISTRY`` for this process and its children, the cache built once
+    before any child reads it; the previous setting restored after."""
+    registry = Path(directory) / "registry.json"
+    registry.write_text(json.dumps({
+        "embedding-lmdb-path": str(Path(directory) / "db"),
+        "embeddings": [{"name": name, "path": str(vectors), "type": "glove", "format": "vec",
+                        "lang": "en", "item": "word"}]}))
+    previous = os.environ.get("DELFT_RESOURCE_REGISTRY")
+    os.environ["DELFT_RESOURCE_REGISTRY"] = str(registry)
+    try:
+        from delft.utilities.Embeddings import open_embeddings
+
+        open_embeddings(name)
+        yield registry
+    finally:
+        if previous is None:
+            os.environ.pop("DELFT_RESOURCE_REGISTRY")
+        else:
+            os.environ["DELFT_RESOURCE_REGISTRY"] = previous
+
+
 @pytest.fixture(scope="session")
 def standin_registry(tmp_path_factory):
     """A registry naming the shared sample's glove-840B stand-in (``reference/synth_vec.py``: the
-    vectors DeLFT 0.4.6's reference labels were made with), set for the session and its
-    children."""
+    vectors DeLFT 0.4.6's reference labels were made with)."""
     if not (GROBID_MODELS_REFERENCE / "synth_vec.py").is_file():
         pytest.skip(f"the shared sample of GROBID's models is absent: {GROBID_MODELS}")
     directory = tmp_path_factory.mktemp("glove_standin")
     vectors = directory / "glove-standin.vec"
     completed = run_python([GROBID_MODELS_REFERENCE / "synth_vec.py", shared_data_file(), vectors])
     assert completed.returncode == 0, completed.stderr
-    registry = directory / "registry.json"
-    registry.write_text(json.dumps({
-        "embedding-lmdb-path": str(directory / "db"),
-        "embeddings": [{"name": "glove-840B", "path": str(vectors), "type": "glove",
-                        "format": "vec", "lang": "en", "item": "word"}]}))
-    previous = os.environ.get("DELFT_RESOURCE_REGISTRY")
-    os.environ["DELFT_RESOURCE_REGISTRY"] = str(registry)
-    from delft.utilities.Embeddings import open_embeddings
-
-    open_embeddings("glove-840B")  # its cache built once, before any child process reads it
-    yield registry
-    if previous is None:
-        os.environ.pop("DELFT_RESOURCE_REGISTRY")
-    else:
-        os.environ["DELFT_RESOURCE_REGISTRY"] = previous
+    with registry_of(directory, "glove-840B", vectors) as registry:
+        yield registry
 
 
 @pytest.fixture

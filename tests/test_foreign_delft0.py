@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from conftest import GROBID_MODELS as MODELS, GROBID_MODELS_REFERENCE as REFERENCE, REPO_ROOT, \
-    run_python
+    labels_of, loaded_sequence, run_python
 from delft.utilities.errors import ModelLoadError
 
 FOLDERS = ("citation-BidLSTM_CRF", "date-BidLSTM_CRF", "date-BidLSTM_CRF_FEATURES",
@@ -38,21 +38,9 @@ def delft046_labels(folder):
     return json.loads((REFERENCE / "delft-0.4.6" / f"{folder}.json").read_text(encoding="utf-8"))
 
 
-def shipped(folder, models_dir=MODELS):
-    from delft.sequenceLabelling import Sequence
-
-    model = Sequence(folder)
-    assert model.load(dir_path=str(models_dir)) is None
-    return model
-
-
-def labels_of(model, x, f, **options):
-    return [[label for _, label in pairs] for pairs in model.tag(x, None, features=f, **options)]
-
-
 @pytest.fixture(scope="module")
 def loaded(standin_registry):
-    return {folder: shipped(folder) for folder in FOLDERS}
+    return {folder: loaded_sequence(folder, MODELS) for folder in FOLDERS}
 
 
 @pytest.mark.parametrize("folder", FOLDERS)
@@ -89,7 +77,7 @@ def test_grobid_runtime_settings_are_honoured(loaded):
     whole."""
     folder = "header-BidLSTM_ChainCRF_FEATURES"
     x, f = inputs_of(folder)
-    model = shipped(folder)
+    model = loaded_sequence(folder, MODELS)
     model.model_config.max_sequence_length = 3000
     model.model_config.batch_size = 1
     assert labels_of(model, x, f) == labels_of(loaded[folder], x, f, batch_size=1)
@@ -185,7 +173,7 @@ def test_incremental_training_from_a_shipped_folder_then_saved_reloads_identical
     """GROBID's incremental path: ``train(..., incremental=True)`` after loading a shipped folder,
     ``save`` writes our own format in another folder, and that folder tags as the model trained
     in memory did (the ChainCRF one keeps reading its padding)."""
-    model = shipped(folder)
+    model = loaded_sequence(folder, MODELS)
     model.training_config.max_epoch = 1
     x, f = inputs_of(folder)
     y = delft046_labels(folder)
@@ -196,7 +184,7 @@ def test_incremental_training_from_a_shipped_folder_then_saved_reloads_identical
     model.save(str(tmp_path))
     assert sorted(os.listdir(tmp_path / folder))[:3] == ["config.json", "history.json",
                                                          "model.weights.h5"]
-    reloaded = shipped(folder, tmp_path)
+    reloaded = loaded_sequence(folder, tmp_path)
     assert reloaded.p.reads_padding == (folder in CHAIN_CRF)
     assert labels_of(reloaded, x[100:], f[100:] if f else None) == in_memory
 
@@ -220,7 +208,7 @@ def damaged_copy(tmp_path, folder, config=None, preprocessor=None, weights=None)
 
 def load_error(models_dir, folder):
     with pytest.raises(ModelLoadError) as raised:
-        shipped(folder, models_dir)
+        loaded_sequence(folder, models_dir)
     message = str(raised.value)
     assert "\n" not in message
     return message

@@ -5,13 +5,12 @@ the script that made them (its README documents the format); their word vectors 
 ``tiny-vectors.vec``, registered as DeLFT's registry named them (``tiny-date-16d``).
 """
 import json
-import os
 import shutil
 
 import numpy as np
 import pytest
 
-from conftest import REPO_ROOT, run_python
+from conftest import REPO_ROOT, labels_of, loaded_sequence, registry_of, run_python
 from delft.utilities.errors import ModelLoadError
 
 FOLDERS_DIR = REPO_ROOT / "tests" / "data" / "delft1"
@@ -31,40 +30,18 @@ REFUSED = {
 @pytest.fixture(scope="module")
 def tiny_registry(tmp_path_factory):
     """The registry DeLFT 1.2.0 trained with: ``tiny-date-16d`` for ``tiny-vectors.vec``."""
-    directory = tmp_path_factory.mktemp("tiny_vectors")
-    registry = directory / "registry.json"
-    registry.write_text(json.dumps({
-        "embedding-lmdb-path": str(directory / "db"),
-        "embeddings": [{"name": "tiny-date-16d", "path": str(FOLDERS_DIR / "tiny-vectors.vec"),
-                        "type": "glove", "format": "vec", "lang": "en", "item": "word"}]}))
-    previous = os.environ.get("DELFT_RESOURCE_REGISTRY")
-    os.environ["DELFT_RESOURCE_REGISTRY"] = str(registry)
-    yield registry
-    if previous is None:
-        os.environ.pop("DELFT_RESOURCE_REGISTRY")
-    else:
-        os.environ["DELFT_RESOURCE_REGISTRY"] = previous
+    with registry_of(tmp_path_factory.mktemp("tiny_vectors"), "tiny-date-16d",
+                     FOLDERS_DIR / "tiny-vectors.vec") as registry:
+        yield registry
 
 
 def reference(folder):
     return json.loads((FOLDERS_DIR / "reference" / f"{folder}.json").read_text(encoding="utf-8"))
 
 
-def load(folder, models_dir=FOLDERS_DIR, **options):
-    from delft.sequenceLabelling import Sequence
-
-    model = Sequence(folder)
-    assert model.load(dir_path=str(models_dir), **options) is None
-    return model
-
-
-def labels_of(model, x, f, **options):
-    return [[label for _, label in pairs] for pairs in model.tag(x, None, features=f, **options)]
-
-
 @pytest.fixture(scope="module")
 def loaded(tiny_registry):
-    return {folder: load(folder) for folder in LOADED}
+    return {folder: loaded_sequence(folder, FOLDERS_DIR) for folder in LOADED}
 
 
 @pytest.mark.parametrize("folder", LOADED)
@@ -146,7 +123,7 @@ def test_incremental_training_then_saved_reloads_identically(tiny_registry, tmp_
     """Training goes on from a DeLFT 1.x folder (BERT_CRF's loss over every subtoken, as DeLFT
     1.x trains it), ``save`` writes our own format, and that folder tags as the model in memory
     did."""
-    model = load(folder)
+    model = loaded_sequence(folder, FOLDERS_DIR)
     model.training_config.max_epoch = 1
     ref = reference(folder)
     whole = [i for i, (x, y) in enumerate(zip(ref["x"], ref["labels"])) if len(x) == len(y)]
@@ -159,7 +136,7 @@ def test_incremental_training_then_saved_reloads_identically(tiny_registry, tmp_
     assert weights_moved
     model.save(str(tmp_path))
     assert (tmp_path / folder / "model.weights.h5").is_file()
-    reloaded = load(folder, tmp_path)
+    reloaded = loaded_sequence(folder, tmp_path)
     assert reloaded.model_config.crf_over_subtokens == (folder == "date-BERT_CRF")
     assert labels_of(reloaded, x[100:], f[100:] if f else None) == in_memory
 
@@ -167,7 +144,7 @@ def test_incremental_training_then_saved_reloads_identically(tiny_registry, tmp_
 @pytest.mark.parametrize("folder", sorted(REFUSED))
 def test_architectures_we_cannot_serve_are_one_line(tiny_registry, folder):
     with pytest.raises(ModelLoadError) as raised:
-        load(folder)
+        loaded_sequence(folder, FOLDERS_DIR)
     message = str(raised.value)
     assert "\n" not in message and REFUSED[folder] in message
     assert str(FOLDERS_DIR / folder) in message
@@ -218,7 +195,7 @@ def test_a_damaged_folder_is_one_line(tiny_registry, tmp_path, case):
     change, expected = DAMAGED[case]
     models_dir = damaged(tmp_path, "date-BidLSTM_CRF", change)
     with pytest.raises(ModelLoadError) as raised:
-        load("date-BidLSTM_CRF", models_dir)
+        loaded_sequence("date-BidLSTM_CRF", models_dir)
     assert "\n" not in str(raised.value) and expected in str(raised.value)
 
 

@@ -216,6 +216,17 @@ def cli_models(tmp_path_factory, toolchain):
     return models_dir, models
 
 
+def finished(started):
+    """``{key: CompletedProcess}`` of the processes ``started`` (``{key: Popen}``), once ended."""
+    results = {}
+    for key, process in started.items():
+        out, err = process.communicate(timeout=400)
+        results[key] = subprocess.CompletedProcess(process.args, process.returncode,
+                                                   out.decode("utf-8", "replace"),
+                                                   err.decode("utf-8", "replace"))
+    return results
+
+
 REFERENCE = textwrap.dedent("""
     import json, sys
     from delft.sequenceLabelling import Sequence
@@ -254,12 +265,7 @@ def runs(toolchain, harness_classes, cli_models, grobid_input, tmp_path_factory)
         [sys.executable, str(work / "reference.py"), str(input_path), str(models_dir),
          str(reference_out)] + [f"{n}:{a}" for n, a in models],
         cwd=str(work), env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    results = {}
-    for key, process in started.items():
-        out, err = process.communicate(timeout=400)
-        results[key] = subprocess.CompletedProcess(process.args, process.returncode,
-                                                   out.decode("utf-8", "replace"),
-                                                   err.decode("utf-8", "replace"))
+    results = finished(started)
     python = results.pop("python")
     assert python.returncode == 0, python.stderr[-3000:]
     reference = json.loads(reference_out.read_text(encoding="utf-8"))
@@ -361,13 +367,7 @@ def shipped_runs(toolchain, harness_classes, standin_registry, tmp_path_factory)
                         *GROBID_RUNTIME),
         cwd=str(work), env=jvm_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         for mode in MODES}
-    results = {}
-    for mode, process in started.items():
-        out, err = process.communicate(timeout=400)
-        results[mode] = subprocess.CompletedProcess(process.args, process.returncode,
-                                                    out.decode("utf-8", "replace"),
-                                                    err.decode("utf-8", "replace"))
-    return results, data
+    return finished(started), data
 
 
 @pytest.mark.parametrize("mode", MODES)
