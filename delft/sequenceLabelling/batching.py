@@ -66,6 +66,22 @@ def length_bucketed_batches(lengths, batch_size, rng=None, pool_batches=POOL_BAT
     return [batches[i] for i in rng.permutation(len(batches))]
 
 
+def cell_budget_batches(widths, cells):
+    """Row indices sorted by width and cut into batches of at most ``cells`` padded cells (rows
+    times their widest row; a wider row alone).
+
+    >>> [b.tolist() for b in cell_budget_batches(np.array([3, 1, 2, 5, 2]), 6)]
+    [[1, 2, 4], [0], [3]]
+    """
+    order = np.argsort(np.asarray(widths), kind="stable")
+    batches, start = [], 0
+    for end in range(1, len(order) + 1):
+        if end == len(order) or (end + 1 - start) * widths[order[end]] > cells:
+            batches.append(order[start:end])
+            start = end
+    return batches
+
+
 def delft_read_widths(lengths, batch_size, max_sequence_length):
     """The width at which DeLFT reads each row when it tags: its batch's longest row, batches
     being consecutive runs of ``batch_size`` rows in input order; DeLFT cuts rows at

@@ -1,8 +1,8 @@
 """Inference: forward pass and decoding in one compiled graph, sharded across the replicas.
 
 Rows are sorted by length into batches (little padding; a model that reads its padding, DeLFT's
-ChainCRF, by the width DeLFT's batches read each row at), each global batch is split across the
-strategy's replicas, and the labels gathered back are put in input order by the row index every
+ChainCRF, by the width DeLFT's batches read each row at, in steps of as many padded cells as
+DeLFT's largest batch), each global batch is split across the strategy's replicas, and the labels gathered back are put in input order by the row index every
 slice carries, so the output is the same on 1 or N devices.
 """
 from dataclasses import dataclass
@@ -11,8 +11,9 @@ from typing import List
 import numpy as np
 import tensorflow as tf
 
-from delft.sequenceLabelling.batching import (ReplicaFeeder, global_batch_size,
-                                              length_bucketed_batches, prefetched)
+from delft.sequenceLabelling.batching import (ReplicaFeeder, cell_budget_batches,
+                                              global_batch_size, length_bucketed_batches,
+                                              prefetched)
 from delft.sequenceLabelling.windows import Stitcher
 # DeLFT's import path of the entity chunker (GROBID-side code reads it from here)
 from delft.sequenceLabelling.output import get_entities_with_offsets
@@ -63,12 +64,20 @@ class Predictor:
 
     def predict(self, corpus, batch_size) -> Predictions:
         """Label ids (int32) and confidences (float32) of every word of ``corpus``."""
-        batch_size = global_batch_size(batch_size, self.strategy.num_replicas_in_sync)
         # a row without tokens (a text with no token) has nothing to label, and a batch made only
         # of such rows would be a zero-step RNN, which TF cannot run: they never reach the model
         filled = np.flatnonzero(corpus.row_length > 0)
-        widths = corpus.row_width if corpus.read_width is None else corpus.read_width
-        batches = [filled[rows] for rows in length_bucketed_batches(widths[filled], batch_size)]
+        if corpus.read_width is None:
+            batch_size = global_batch_size(batch_size, self.strategy.num_replicas_in_sync)
+            batches = length_bucketed_batches(corpus.row_width[filled], batch_size)
+        elif len(filled):
+            # a model that reads its padding labels a row as in its DeLFT batch whatever step it
+            # runs in: steps as large as the largest DeLFT batch, in padded cells
+            widths = corpus.read_width[filled]
+            batches = cell_budget_batches(widths, batch_size * int(widths.max()))
+        else:
+            batches = []
+        batches = [filled[rows] for rows in batches]
         stitcher = Stitcher(corpus)
         ids = np.zeros(stitcher.size, np.int32)
         scores = np.zeros(stitcher.size, np.float32)
