@@ -10,7 +10,8 @@ import random
 import pytest
 
 from conftest import SAMPLE_DATE, delft_stderr_lines, run_python
-from delft.applications import common, grobidTagger
+from delft.applications import flow, grobidTagger
+from delft.sequenceLabelling.presets import preset
 from delft.sequenceLabelling.tagger import get_entities_with_offsets
 from delft.utilities.errors import ConfigurationError
 
@@ -60,15 +61,15 @@ def test_every_grobid_model_has_delft_12_defaults(model):
                            (20, 3000, 60))
     bert = expected_bert.get(model, (8, 512, 30) if model.startswith("software") else
                              (20, 200, 60))
-    for defaults, (batch, length, epochs) in ((grobidTagger.model_defaults(model, False), rnn),
-                                              (grobidTagger.model_defaults(model, True), bert)):
+    for defaults, (batch, length, epochs) in ((preset("grobid", model, "rnn"), rnn),
+                                              (preset("grobid", model, "transformer"), bert)):
         assert (defaults["batch_size"], defaults["max_sequence_length"], defaults["max_epoch"],
                 defaults["patience"]) == (batch, length, epochs, 5)
 
 
 # -- option forms --------------------------------------------------------------------------------
 def parse(*argv):
-    return common.parse(grobidTagger.parser(), ["date", "train", *argv])
+    return flow.resolve(grobidTagger.APPLICATION, ["date", "train", *argv]).args
 
 
 @pytest.mark.parametrize("argv, expected", [
@@ -82,7 +83,8 @@ def test_early_stop_forms(argv, expected):
 def test_features_indices_ranges_and_suffix():
     args = parse("--features-indices", "9-12,15", "--suffix", "v2")
     assert args.features_indices == [9, 10, 11, 12, 15] and args.suffix == "v2"
-    kwargs = common.model_options(args, grobidTagger.model_defaults("date", False), {})
+    kwargs = flow.resolve(grobidTagger.APPLICATION, ["date", "train", "--features-indices",
+                                                     "9-12,15", "--suffix", "v2"]).settings
     assert kwargs["features_indices"] == [9, 10, 11, 12, 15]
 
 

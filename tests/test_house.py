@@ -1,10 +1,8 @@
 """House rules checked: importing delft changes nothing global, no import cycles, no module over
 ~500 lines, and the defaults of Sequence, the config fields and the CLIs agree."""
 import ast
-import inspect
 import json
 import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -89,62 +87,6 @@ def test_no_module_over_500_lines():
     long = {str(p.relative_to(REPO_ROOT)): n for p in PACKAGE.rglob("*.py")
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > 500}
     assert not long
-
-
-def test_sequence_defaults_are_the_config_fields_defaults():
-    import dataclasses
-
-    from delft.sequenceLabelling import Sequence
-    from delft.sequenceLabelling.config import ModelConfig, TrainingConfig, cli_fields
-
-    parameters = inspect.signature(Sequence.__init__).parameters
-    for config in (ModelConfig, TrainingConfig):
-        for f in dataclasses.fields(config):
-            if f.name in parameters and f.name != "model_name":  # a name has no default
-                default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
-                assert parameters[f.name].default == default, f.name
-    # every command-line option is a Sequence argument: a flag is a field is an argument
-    missing = [f.name for f in cli_fields(ModelConfig, TrainingConfig) if f.name not in parameters]
-    assert not missing
-
-
-@pytest.mark.parametrize("module", ["grobidTagger", "nerTagger", "insultTagger"])
-def test_cli_defaults_come_from_the_tables_then_the_fields(module):
-    import importlib
-
-    from delft.applications import common
-    from delft.sequenceLabelling import Sequence
-
-    app = importlib.import_module(f"delft.applications.{module}")
-    argv = (["date"] if module == "grobidTagger" else []) + ["train"]
-    args = common.parse(app.parser(), argv)
-    if module == "grobidTagger":
-        rnn, transformer = app.model_defaults("date", False), app.model_defaults("date", True)
-    else:
-        rnn, transformer = app.RNN_DEFAULTS, app.TRANSFORMER_DEFAULTS
-    kwargs = common.model_options(args, rnn, transformer)
-    assert kwargs == dict(rnn, architecture="BidLSTM_CRF")
-    model = Sequence("x", **kwargs)
-    for key, value in kwargs.items():
-        config = model.model_config if hasattr(model.model_config, key) else model.training_config
-        assert getattr(config, key) == value
-    # an option given wins over the table
-    args = common.parse(app.parser(), argv + ["--batch-size", "7", "--early-stop", "false"])
-    kwargs = common.model_options(args, rnn, transformer)
-    assert kwargs["batch_size"] == 7 and kwargs["early_stop"] is False
-
-
-def test_grobid_per_model_defaults():
-    from delft.applications.grobidTagger import model_defaults
-
-    assert model_defaults("date", False) == {"batch_size": 60, "max_sequence_length": 50,
-                                             "max_epoch": 60, "patience": 5,
-                                             "recurrent_dropout": 0.0}
-    assert model_defaults("header", False)["max_epoch"] == 80
-    assert model_defaults("name-header", False)["max_sequence_length"] == 3000
-    assert model_defaults("software-mention", False)["max_sequence_length"] == 1500
-    assert model_defaults("date", True)["batch_size"] == 80
-    assert "recurrent_dropout" not in model_defaults("date", True)
 
 
 def test_config_file_of_the_wrong_type_or_range_is_one_line(tmp_path):

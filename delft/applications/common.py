@@ -1,7 +1,7 @@
-"""What the application scripts share: options, the 90/10 splits, and the one train / eval / tag flow.
+"""What the application scripts share: options, checks of their inputs, the 90/10 splits,
+reports, and the one-line errors (the flow itself is ``flow.py``).
 
-Each script (grobidTagger, nerTagger, insultTagger) only says how to read its data and which
-defaults its models take. Options are generated from the config fields (a flag *is* a field, see
+Options are generated from the config fields (a flag *is* a field, see
 ``delft.sequenceLabelling.config``); a user's error (bad file, bad option) ends as one line on
 stderr; results (evaluation reports, tagged output) go to stdout, logs to stderr.
 """
@@ -12,13 +12,12 @@ import math
 import os
 import sys
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Optional
 
+from delft.sequenceLabelling.output import FORMATS
 from delft.utilities import atomic
 from delft.utilities.errors import ConfigurationError, DataFormatError, DelftError
 
-DEFAULT_OUTPUT = "data/models/sequenceLabelling/"
-TRANSFORMER_MAX_LENGTH = 512
 # options DeLFT scripts pass that have nothing to act on here: refused, never silently ignored
 REFUSED_OPTIONS = {
     "use_ELMo": "ELMo is not supported: use a transformer (--transformer)",
@@ -35,22 +34,25 @@ REFUSED_OPTIONS = {
 }
 
 
-def add_common_options(parser, architecture_default="BidLSTM_CRF"):
-    """The action, one option per config field, and the options of the application itself."""
+def add_common_options(parser, actions, shown=None, shown_for=None):
+    """The action, one option per config field (help: ``shown`` values, the presets of
+    ``shown_for``), and the options every application has."""
     from delft.sequenceLabelling.config import ModelConfig, TrainingConfig, add_config_options
-    parser.add_argument("action", choices=["train", "train_eval", "eval", "tag"])
-    add_config_options(parser, ModelConfig, TrainingConfig)
-    parser.set_defaults(architecture=None, default_architecture=architecture_default)
+    parser.add_argument("action", choices=list(actions))
+    add_config_options(parser, ModelConfig, TrainingConfig, shown=shown, shown_for=shown_for)
     parser.add_argument("--input", default=None, help="training/evaluation/tagging data file")
     parser.add_argument("--output", default=None,
-                        help=f"directory of saved models (default: {DEFAULT_OUTPUT})")
+                        help="directory of saved models (default: data/models/sequenceLabelling/)")
     parser.add_argument("--input-model", default=None,
-                        help="directory holding the model to load (eval, tag, --incremental)")
+                        help="the model to load (eval, tag, --incremental): its folder, or the "
+                             "directory holding it")
     parser.add_argument("--multi-gpu", action="store_true",
                         help="mirror over all GPUs (or DELFT_CPU_REPLICAS logical CPUs)")
     parser.add_argument("--incremental", action="store_true",
                         help="continue training the model of --input-model (or --output)")
-    parser.add_argument("--output-format", default="json", choices=["json", "iob", "TEI"])
+    parser.add_argument("--output-format", default="json", type=str.lower, choices=FORMATS,
+                        help="tag: json (DeLFT's document), tei (TEI, entities as <rs type>) or "
+                             "iob (token<TAB>label lines); any case (default: json)")
     parser.add_argument("--use-ELMo", dest="use_ELMo", action="store_true",
                         help=argparse.SUPPRESS)
     parser.add_argument("--wandb", action="store_true", help=argparse.SUPPRESS)
@@ -61,34 +63,18 @@ def add_common_options(parser, architecture_default="BidLSTM_CRF"):
     return parser
 
 
-def parse(parser, argv):
-    """Parse ``argv``; options without effect here are refused in one line."""
+def parse(parser, argv, default_architecture="BidLSTM_CRF"):
+    """Parse ``argv``; options without effect here are refused in one line, an unknown
+    architecture too (naming the known ones). The namespace is not changed afterwards."""
+    parser.set_defaults(architecture=default_architecture)
     args = parser.parse_args(argv)
     for name, reason in REFUSED_OPTIONS.items():
         if getattr(args, name, None):
             raise ConfigurationError(f"--{name.replace('_', '-')}: {reason}")
-    if args.architecture is None:
-        args.architecture = args.default_architecture
     from delft.sequenceLabelling.models import architecture
 
-    architecture(args.architecture)  # an unknown name is one line naming the known ones
-    args.models_dir = args.output or DEFAULT_OUTPUT
+    architecture(args.architecture)
     return args
-
-
-def model_options(args, rnn_defaults, transformer_defaults):
-    """``Sequence`` keyword arguments: each option given, else the defaults of the architecture's
-    family for this model, else the field's own (transformers capped at 512 subtokens)."""
-    from delft.sequenceLabelling.config import ModelConfig, TrainingConfig, config_values
-    from delft.sequenceLabelling.models import architecture
-
-    uses_transformer = architecture(args.architecture).uses_transformer
-    defaults = transformer_defaults if uses_transformer else rnn_defaults
-    kwargs = dict(config_values(args, ModelConfig, defaults),
-                  **config_values(args, TrainingConfig, defaults))
-    if uses_transformer and "max_sequence_length" in kwargs:
-        kwargs["max_sequence_length"] = min(kwargs["max_sequence_length"], TRANSFORMER_MAX_LENGTH)
-    return kwargs
 
 
 @dataclass
@@ -157,90 +143,6 @@ def concatenate(*sets):
     features = None if any(s[2] is None for s in sets) else \
         np.concatenate([s[2] for s in sets])
     return (np.concatenate([s[0] for s in sets]), np.concatenate([s[1] for s in sets]), features)
-
-
-def run_action(args, model_name, read_sets: Callable[[], DataSets], sequence_kwargs,
-               tag: Callable, train_with_validation_set=False):
-    """Run ``args.action`` for ``model_name``: the one flow of every application.
-
-    ``read_sets()`` reads the data (before TensorFlow starts, so a bad file is one line in a
-    second). A missing validation set (and, for train_eval, evaluation set) is a seeded 10% split
-    of the training data; n-fold training and ``train_with_validation_set`` train on every
-    sequence given. ``tag(model)`` tags with the loaded model.
-    """
-    from delft.sequenceLabelling import Sequence, models
-    from delft.sequenceLabelling.model_dir import read_model_config
-    from delft.utilities import devices
-
-    # every check that can fail runs before the data is read and TensorFlow starts: the model
-    # to load (its folder, files and config.json), the folder to save into
-    model_path = os.path.join(args.input_model or args.models_dir, model_name)
-    saved_config = None
-    if args.action in ("eval", "tag") or args.incremental:
-        saved_config = read_model_config(model_path)
-    folds = sequence_kwargs.get("fold_number", 1)
-    model = None
-    if args.action in ("train", "train_eval"):
-        atomic.check_folder_destination(os.path.join(args.models_dir, model_name))
-        model = Sequence(model_name, **sequence_kwargs)
-    sets = read_sets()
-    if sets.train is not None:
-        check_enough_sequences(args.action, sets, folds, train_with_validation_set)
-    architecture = (saved_config or model.model_config).architecture
-    devices.configure_cpu_ops(models.architecture(architecture).uses_transformer)
-    strategy = devices.get_strategy(args.multi_gpu)
-    # with several workers each runs this same flow (every collective step together); only the
-    # chief prints reports and writes files
-    report = print_scores if devices.is_chief(strategy) else (lambda scores: None)
-    if args.action in ("eval", "tag"):
-        model = Sequence(model_name)
-        model.load(args.input_model or args.models_dir, multi_gpu=args.multi_gpu)
-        if args.action == "tag":
-            tag(model)
-        else:
-            report(evaluate_file(model, sets, args.multi_gpu))
-        return
-    train, valid, test = sets.train, sets.valid, sets.test
-    args.seed = devices.common_seed(strategy, args.seed)  # the same splits on every worker
-    if model.training_config.seed is None:
-        model.training_config.seed = args.seed
-    if args.action == "train_eval" and test is None:
-        train, test = split(*train, 0.1, args.seed)
-    if train_with_validation_set or folds > 1:
-        train, valid = concatenate(train, valid), None
-    elif valid is None:
-        train, valid = split(*train, 0.1, args.seed)
-    logging.getLogger(__name__).info(
-        "%d train sequences, %d validation sequences%s", len(train[0]),
-        0 if valid is None else len(valid[0]),
-        f", {len(test[0])} evaluation sequences" if args.action == "train_eval" else "")
-    if args.incremental:
-        training_config = model.training_config
-        model.load(args.input_model or args.models_dir, multi_gpu=args.multi_gpu)
-        model.training_config = training_config
-    valid = valid or (None, None, None)
-    if folds > 1:
-        model.train_nfold(*train[:2], f_train=train[2], multi_gpu=args.multi_gpu)
-    else:
-        from delft.sequenceLabelling.checkpoints import checkpoint_dir
-
-        model.train(*train, *valid, incremental=args.incremental, multi_gpu=args.multi_gpu,
-                    checkpoint_dir=checkpoint_dir(args.models_dir, model_name))
-    if args.action == "train_eval":
-        report(model.eval(*test, multi_gpu=args.multi_gpu))
-    model.save(args.models_dir)
-
-
-def evaluate_file(model, sets, multi_gpu):
-    """``model.eval`` on ``sets.test``; features it was not trained on are a file:line error."""
-    from delft.sequenceLabelling.feature_columns import FeatureColumnsError
-
-    try:
-        return model.eval(*sets.test, multi_gpu=multi_gpu)
-    except FeatureColumnsError as error:
-        if sets.test_file is None:
-            raise
-        raise error.in_file(sets.test_file) from None
 
 
 def print_scores(scores):

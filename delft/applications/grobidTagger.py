@@ -4,7 +4,8 @@
     python delft/applications/grobidTagger.py date train --input FILE --output GROBID_HOME/models
     python delft/applications/grobidTagger.py date tag --input FILE.crf --output-format iob
 
-Any model name is accepted (DeLFT's per-model defaults apply to the ones it knows). Without
+Any model name is accepted (DeLFT's per-model defaults apply to the ones it knows:
+``delft/sequenceLabelling/presets.py``; ``--help`` after the model name shows its values). Without
 ``--input`` the newest ``data/sequenceLabelling/grobid/<model>/<model>-YYMMDD.train[.gz]`` is used.
 Models are saved as ``<output>/<model>-<architecture>[-<suffix>]/`` when ``--output`` is given (the
 folder GROBID loads), else as ``data/models/sequenceLabelling/grobid-<model>-<architecture>/``.
@@ -18,7 +19,7 @@ import sys
 if __package__ in (None, ""):  # run as a script: python delft/applications/grobidTagger.py
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from delft.applications import common  # noqa: E402
+from delft.applications import common, flow  # noqa: E402
 from delft.utilities.errors import ConfigurationError  # noqa: E402
 
 MODELS = ["affiliation-address", "citation", "date", "figure", "fulltext", "funding-acknowledgement",
@@ -26,40 +27,6 @@ MODELS = ["affiliation-address", "citation", "date", "figure", "fulltext", "fund
           "segmentation", "software", "table"]
 GROBID_PREFIX = "grobid-"
 DATA_DIR = os.path.join("data", "sequenceLabelling", "grobid")
-
-# DeLFT 1.2.0's grobidTagger: (batch size, max sequence length[, max epoch]) per model; a name
-# ending in "*" matches every model that starts with it; other models take GENERIC_*
-RNN_DEFAULTS = {"citation": (30, 500), "header": (9, 3500, 80), "date": (60, 50),
-                "affiliation-address": (20, 600), "software*": (20, 1500),
-                "reference-segmenter": (5, 3000), "funding-acknowledgement": (30, 800),
-                "patent-citation": (40, 1000), "figure": (3, 1000), "table": (3, 3000)}
-TRANSFORMER_DEFAULTS = {"citation": (20, 200), "header": (6, 512), "date": (80, 30),
-                        "affiliation-address": (20, 200), "software*": (8, 512, 30),
-                        "funding-acknowledgement*": (8, 512), "patent-citation": (8, 512)}
-GENERIC_RNN = (20, 3000)
-GENERIC_TRANSFORMER = (20, 200)
-# every GROBID model: 60 epochs, patience 5; the RNNs without recurrent dropout (DeLFT 0.4.6's 0.5
-# scored 88 on date where 0.0 scores 97: compat.md; DeLFT 1.2's 0.5 has no effect in torch)
-COMMON_DEFAULTS = {"max_epoch": 60, "patience": 5}
-RNN_ONLY_DEFAULTS = {"recurrent_dropout": 0.0}
-
-
-def model_defaults(model, uses_transformer):
-    """The ``Sequence`` field defaults of ``model`` for the RNN or the transformer family.
-
-    >>> model_defaults("header", False)["max_epoch"], model_defaults("software-mention", True)["batch_size"]
-    (80, 8)
-    """
-    table = TRANSFORMER_DEFAULTS if uses_transformer else RNN_DEFAULTS
-    values = table.get(model) or next(
-        (v for k, v in table.items() if k.endswith("*") and model.startswith(k[:-1])),
-        GENERIC_TRANSFORMER if uses_transformer else GENERIC_RNN)
-    defaults = dict(COMMON_DEFAULTS, batch_size=values[0], max_sequence_length=values[1])
-    if len(values) > 2:
-        defaults["max_epoch"] = values[2]
-    if not uses_transformer:
-        defaults.update(RNN_ONLY_DEFAULTS)
-    return defaults
 
 
 def default_input(model):
@@ -91,52 +58,69 @@ def model_name(model, architecture, suffix, prefixed):
     return f"{name}-{suffix}" if suffix else name
 
 
-def parser():
-    result = common.new_parser("Train, evaluate or apply a GROBID sequence labelling model.")
-    result.add_argument("model", help=f"the model name, e.g. {', '.join(MODELS)}")
-    common.add_common_options(result)
-    result.add_argument("--suffix", default=None,
+def add_options(parser):
+    parser.add_argument("model", help=f"the model name, e.g. {', '.join(MODELS)}")
+    parser.add_argument("--suffix", default=None,
                         help="appended to the model name: <model>-<architecture>-<suffix>")
-    return result
+    common.add_tag_options(parser)
 
 
-@common.user_errors_are_one_line
-def main(argv=None):
-    args = common.parse(parser(), argv)
-    from delft.sequenceLabelling.reader import load_data_and_labels_crf_file
-
-    kwargs = common.model_options(args, model_defaults(args.model, False),
-                                  model_defaults(args.model, True))
-    name = model_name(args.model, args.architecture, args.suffix, prefixed=args.output is None)
+def saved_name(args):
+    """The folder of the model: ``<model>-<architecture>`` under ``--output`` (GROBID's name),
+    ``grobid-<model>-<architecture>`` in delft's models folder; to load (eval, tag,
+    --incremental), whichever of the two the folder holds."""
     if args.action in ("eval", "tag") or args.incremental:
-        # the model delft trained (prefixed) or the one GROBID's --output layout holds
-        folder = args.input_model or args.models_dir
+        from delft.sequenceLabelling.model_dir import DEFAULT_MODELS_DIR
+
+        folder = args.input_model or args.output or DEFAULT_MODELS_DIR
         names = [model_name(args.model, args.architecture, args.suffix, prefixed=p)
                  for p in (True, False)]
-        name = next((n for n in names if os.path.isdir(os.path.join(folder, n))), name)
+        found = next((n for n in names if os.path.isdir(os.path.join(folder, n))), None)
+        if found:
+            return found
+    return model_name(args.model, args.architecture, args.suffix, prefixed=args.output is None)
+
+
+def check(args):
     if args.action == "tag":
         if not args.input:
             raise ConfigurationError("tag needs --input (a GROBID feature matrix file)")
         common.check_matrix_file(args.input, "--input")
+        if args.file_out:
+            common.check_output_file(args.file_out, "--file-out")
 
-    def read_sets():
-        if args.action == "tag":
-            return common.DataSets()
-        path = args.input
-        if path is None:
-            path = default_input(args.model)
-            logging.getLogger(__name__).info("using the newest training file: %s", path)
-        data = load_data_and_labels_crf_file(path)
-        if args.action == "eval":
-            return common.DataSets(test=data, test_file=path)
-        return common.DataSets(train=data)
 
-    def tag(model):
-        model.tag_file(args.input, args.output_format, None, batch_size=args.batch_size,
-                       multi_gpu=args.multi_gpu, input_format="crf")
+def read_train(args):
+    from delft.sequenceLabelling.reader import load_data_and_labels_crf_file
 
-    common.run_action(args, name, read_sets, kwargs, tag)
-    return 0
+    path = args.input
+    if path is None:
+        path = default_input(args.model)
+        logging.getLogger(__name__).info("using the newest training file: %s", path)
+    return common.DataSets(train=load_data_and_labels_crf_file(path))
+
+
+def read_eval(args):
+    from delft.sequenceLabelling.reader import load_data_and_labels_crf_file
+
+    path = args.input or default_input(args.model)
+    return common.DataSets(test=load_data_and_labels_crf_file(path), test_file=path)
+
+
+def tag(model, args):
+    model.tag_file(args.input, args.output_format, args.file_out, batch_size=args.batch_size,
+                   multi_gpu=args.multi_gpu, input_format="crf")
+
+
+APPLICATION = flow.Application(
+    presets="grobid", description="Train, evaluate or apply a GROBID sequence labelling model.",
+    model_name=saved_name, read_train=read_train, read_eval=read_eval, tag=tag,
+    preset_model=lambda args: args.model, add_options=add_options, check=check)
+
+
+@common.user_errors_are_one_line
+def main(argv=None):
+    return flow.main(APPLICATION, argv)
 
 
 command = common.command_for(main)

@@ -26,13 +26,11 @@ import sys
 if __package__ in (None, ""):  # run as a script: python delft/applications/nerTagger.py
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from delft.applications import common  # noqa: E402
+from delft.applications import common, flow  # noqa: E402
 from delft.utilities.errors import ConfigurationError  # noqa: E402
 
 DATASET_TYPES = ["conll2003", "conll2012", "ontonotes"]
-# DeLFT's nerTagger defaults: batch 32, max length 300, 50 epochs, patience 5 (transformers 150/15)
-RNN_DEFAULTS = {"batch_size": 32, "max_sequence_length": 300, "max_epoch": 50, "patience": 5}
-TRANSFORMER_DEFAULTS = {"batch_size": 32, "max_sequence_length": 150, "max_epoch": 15, "patience": 5}
+DATASET_NAMES = {"conll2003": "CoNLL-2003", "conll2012": "CoNLL-2012", "ontonotes": "OntoNotes"}
 
 
 def read_ner(path, dataset_type, option):
@@ -46,70 +44,82 @@ def read_ner(path, dataset_type, option):
     return (*load_data_and_labels_conll(path), None)
 
 
-def parser():
-    result = common.new_parser("Train, evaluate or apply a named entity recogniser (CoNLL data).")
-    common.add_common_options(result)
-    result.add_argument("--dataset-type", default="conll2003", choices=DATASET_TYPES)
-    result.add_argument("--lang", default="en", help="language, part of the model name (default en)")
-    result.add_argument("--train", default=None, help="training file (e.g. CoNLL-2003 eng.train)")
-    result.add_argument("--valid", default=None, help="validation file (e.g. eng.testa)")
-    result.add_argument("--test", default=None, help="evaluation file (e.g. eng.testb)")
-    result.add_argument("--train-with-validation-set", action="store_true",
+def add_options(parser):
+    parser.add_argument("--dataset-type", default="conll2003", choices=DATASET_TYPES)
+    parser.add_argument("--lang", default="en", help="language, part of the model name (default en)")
+    parser.add_argument("--train", default=None, help="training file (e.g. CoNLL-2003 eng.train)")
+    parser.add_argument("--valid", default=None, help="validation file (e.g. eng.testa)")
+    parser.add_argument("--test", default=None, help="evaluation file (e.g. eng.testb)")
+    parser.add_argument("--train-with-validation-set", action="store_true",
                         help="train on --train and --valid together, without early stopping")
-    return common.add_tag_options(result)
+    common.add_tag_options(parser)
+
+
+def train_file(args):
+    """``(path, option)`` of the training data."""
+    if args.train and args.input:
+        raise ConfigurationError("give the training data as --train or --input, not both")
+    return (args.train, "--train") if args.train else (args.input, "--input")
+
+
+def eval_file(args):
+    return (args.test, "--test") if args.test else (args.input, "--input")
+
+
+def tag_file(args):
+    return (args.file_in, "--file-in") if args.file_in else (args.input, "--input")
+
+
+def check(args):
+    what = DATASET_NAMES[args.dataset_type]
+    if args.action in ("train", "train_eval"):
+        if not train_file(args)[0]:
+            raise ConfigurationError(f"{args.action} needs --train FILE (the {what} training "
+                                     "data, e.g. eng.train); nothing is downloaded")
+        if args.train_with_validation_set and not args.valid:
+            raise ConfigurationError("--train-with-validation-set needs --valid FILE")
+    elif args.action == "eval":
+        if not eval_file(args)[0]:
+            raise ConfigurationError(f"eval needs --test FILE (the {what} evaluation data, "
+                                     "e.g. eng.testb)")
+    else:
+        path, option = tag_file(args)
+        if not path:
+            raise ConfigurationError("tag needs --file-in FILE (text, one text per line)")
+        common.check_text_file(path, option)
+        if args.file_out:
+            common.check_output_file(args.file_out, "--file-out")
+
+
+def read(args, path, option):
+    return None if path is None else read_ner(path, args.dataset_type, option)
+
+
+def read_train(args):
+    return common.DataSets(
+        train=read(args, *train_file(args)), valid=read(args, args.valid, "--valid"),
+        test=read(args, args.test, "--test") if args.action == "train_eval" else None)
+
+
+def read_eval(args):
+    return common.DataSets(test=read(args, *eval_file(args)))
+
+
+def tag(model, args):
+    model.tag_file(tag_file(args)[0], args.output_format, args.file_out,
+                   batch_size=args.batch_size, multi_gpu=args.multi_gpu)
+
+
+APPLICATION = flow.Application(
+    presets="ner", description="Train, evaluate or apply a named entity recogniser (CoNLL data).",
+    model_name=lambda args: f"ner-{args.lang}-{args.dataset_type}-{args.architecture}",
+    read_train=read_train, read_eval=read_eval, tag=tag, add_options=add_options, check=check,
+    train_with_validation_set=lambda args: args.train_with_validation_set)
 
 
 @common.user_errors_are_one_line
 def main(argv=None):
-    args = common.parse(parser(), argv)
-    kwargs = common.model_options(args, RNN_DEFAULTS, TRANSFORMER_DEFAULTS)
-    if args.train_with_validation_set:
-        kwargs["early_stop"] = False
-    model_name = f"ner-{args.lang}-{args.dataset_type}-{args.architecture}"
-    what = {"conll2003": "CoNLL-2003", "conll2012": "CoNLL-2012", "ontonotes": "OntoNotes"}[
-        args.dataset_type]
-
-    def read(path, option):
-        return None if path is None else read_ner(path, args.dataset_type, option)
-
-    def read_sets():
-        if args.action in ("train", "train_eval"):
-            return common.DataSets(
-                train=read(train_path, train_option), valid=read(args.valid, "--valid"),
-                test=read(args.test, "--test") if args.action == "train_eval" else None)
-        if args.action == "eval":
-            return common.DataSets(test=read(test_path, test_option))
-        return common.DataSets()
-
-    if args.action in ("train", "train_eval"):
-        if args.train and args.input:
-            raise ConfigurationError("give the training data as --train or --input, not both")
-        train_path, train_option = (args.train, "--train") if args.train else (args.input, "--input")
-        if not train_path:
-            raise ConfigurationError(f"{args.action} needs --train FILE (the {what} training data, "
-                                     "e.g. eng.train); nothing is downloaded")
-        if args.train_with_validation_set and not args.valid:
-            raise ConfigurationError("--train-with-validation-set needs --valid FILE")
-    elif args.action == "eval":
-        test_path, test_option = (args.test, "--test") if args.test else (args.input, "--input")
-        if not test_path:
-            raise ConfigurationError(f"eval needs --test FILE (the {what} evaluation data, "
-                                     "e.g. eng.testb)")
-    else:
-        file_in, option = (args.file_in, "--file-in") if args.file_in else (args.input, "--input")
-        if not file_in:
-            raise ConfigurationError("tag needs --file-in FILE (text, one text per line)")
-        common.check_text_file(file_in, option)
-        if args.file_out:
-            common.check_output_file(args.file_out, "--file-out")
-
-    def tag(model):
-        model.tag_file(file_in, args.output_format, args.file_out, batch_size=args.batch_size,
-                       multi_gpu=args.multi_gpu)
-
-    common.run_action(args, model_name, read_sets, kwargs, tag,
-                      train_with_validation_set=args.train_with_validation_set)
-    return 0
+    return flow.main(APPLICATION, argv)
 
 
 command = common.command_for(main)

@@ -150,6 +150,37 @@ class TrainingConfig:
         return check_fields(self, source)
 
 
+def field_default(name):
+    """The default of the config field ``name`` (of :class:`ModelConfig` or
+    :class:`TrainingConfig`).
+
+    >>> field_default("batch_size"), field_default("patience")
+    (20, 5)
+    """
+    for config_class in (ModelConfig, TrainingConfig):
+        for f in dataclasses.fields(config_class):
+            if f.name == name:
+                return _default_of(f)
+    raise KeyError(f"no config field {name!r}")
+
+
+def split_settings(settings, source="settings"):
+    """``(ModelConfig fields, TrainingConfig fields)`` of ``settings`` (field name -> value); a
+    name that is neither is a one-line ``TypeError`` naming ``source`` and the known names.
+
+    >>> split_settings({"batch_size": 8, "max_epoch": 3})
+    ({'batch_size': 8}, {'max_epoch': 3})
+    """
+    model_names = {f.name for f in dataclasses.fields(ModelConfig)}
+    training_names = {f.name for f in dataclasses.fields(TrainingConfig)}
+    unknown = sorted(set(settings) - model_names - training_names)
+    if unknown:
+        raise TypeError(f"{source}: unknown setting {unknown[0]!r} (settings: "
+                        f"{', '.join(sorted(model_names | training_names))})")
+    return ({k: v for k, v in settings.items() if k in model_names},
+            {k: v for k, v in settings.items() if k in training_names})
+
+
 def _field_types(config_class):
     return typing.get_type_hints(config_class)
 
@@ -201,15 +232,21 @@ def cli_fields(*config_classes):
     return [f for cls in config_classes for f in dataclasses.fields(cls) if f.metadata["cli"]]
 
 
-def add_config_options(parser, *config_classes):
+def add_config_options(parser, *config_classes, shown=None, shown_for=None):
     """Add one option per config field: the flag is the field; its default is None (not given),
-    so that per-model defaults can apply before the field's own (:func:`config_values`)."""
+    so that the presets can apply before the field's own (:func:`config_values`).
+
+    ``shown``: the values a run takes where they are not the fields' defaults (an application's
+    presets), named ``shown_for`` (the model) in the help."""
     hints = {}
     for cls in config_classes:
         hints.update(_field_types(cls))
+    shown = shown or {}
     for f in cli_fields(*config_classes):
         flag = f.metadata["flag"] or "--" + f.name.replace("_", "-")
-        help_text = f"{f.metadata['help']} (default: per model, else {_default_of(f)})"
+        value = shown.get(f.name, _default_of(f))
+        help_text = f"{f.metadata['help']} (default: {value}" + \
+            (f" for {shown_for})" if shown_for and f.name in shown else ")")
         kind = _base_type(hints[f.name])
         allowed = f.metadata["choices"]
         if kind is bool:
@@ -232,7 +269,7 @@ def _default_of(f):
 
 def config_values(args, config_class, defaults=None):
     """Field values of ``config_class`` from parsed ``args``: the option when given, else
-    ``defaults[name]`` (per-model tables), else nothing (the field's own default applies)."""
+    ``defaults[name]`` (the presets), else nothing (the field's own default applies)."""
     values = {}
     for f in cli_fields(config_class):
         given = getattr(args, f.name, None)

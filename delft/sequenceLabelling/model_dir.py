@@ -13,6 +13,7 @@ from delft.sequenceLabelling.config import ModelConfig
 from delft.sequenceLabelling.weights_layout import check_weights_match
 from delft.utilities.errors import ModelLoadError
 
+DEFAULT_MODELS_DIR = "data/models/sequenceLabelling/"  # where models are saved by default
 CONFIG_FILE = "config.json"
 PREPROCESSOR_FILE = "preprocessor.json"
 WEIGHTS_FILE = "model.weights.h5"

@@ -1,6 +1,9 @@
-"""Writing tagged sequences: (token, label) pairs, DeLFT's JSON with character offsets, IOB, TEI."""
+"""Writing tagged sequences: DeLFT's JSON with character offsets, TEI and IOB, one writer per
+format (:data:`WRITERS`), whole or streamed."""
 import datetime
 import json
+from dataclasses import dataclass
+from typing import List, Optional
 from xml.sax.saxutils import escape
 
 import numpy as np
@@ -52,15 +55,30 @@ def iob_lines(tokens, labels):
     return "".join(f"{t}\t{l}\n" for t, l in zip(tokens, labels)) + "\n"
 
 
+def tei_type(label_type):
+    """An entity type as TEI writes it, GROBID's ``<date>`` as ``date`` (GROBID's TEI, the
+    insult data).
+
+    >>> tei_type("<date>"), tei_type("insult")
+    ('date', 'insult')
+    """
+    return label_type[1:-1] if label_type.startswith("<") and label_type.endswith(">") \
+        else label_type
+
+
 def tei_paragraph(text, tokens, offsets, labels):
-    """A ``<p>`` with each entity wrapped in ``<rs type="...">``, the text between kept as it is."""
+    """A ``<p>`` with each entity wrapped in ``<rs type="...">``, the text between kept as it is.
+
+    >>> tei_paragraph(None, ["in", "June"], None, ["O", "B-<month>"])
+    '<p>in <rs type="month">June</rs></p>\\n'
+    """
     if text is None:
         text = " ".join(tokens)
         offsets = token_offsets(tokens)
     parts, position = [], 0
     for label_type, _, _, begin, last in get_entities_with_offsets(list(labels), offsets):
         parts.append(escape(text[position:begin]))
-        parts.append(f'<rs type="{escape(label_type, {chr(34): "&quot;"})}">'
+        parts.append(f'<rs type="{escape(tei_type(label_type), {chr(34): "&quot;"})}">'
                      f"{escape(text[begin:last + 1])}</rs>")
         position = last + 1
     parts.append(escape(text[position:]))
@@ -71,45 +89,112 @@ TEI_HEADER = '<?xml version="1.0" encoding="UTF-8"?>\n<TEI xmlns="http://www.tei
 TEI_FOOTER = "</body>\n</text>\n</TEI>\n"
 
 
-class StreamedDocument:
-    """One output document of ``Sequence.tag_file`` written chunk by chunk to ``stream``.
+@dataclass
+class Tagged:
+    """Tagged texts, what every output format is written from: per text, the original string
+    (None for pre-tokenised input), its tokens, their character offsets (None when not needed),
+    labels and confidences."""
 
-    ``output_format``: ``"json"`` (DeLFT's document, its ``texts`` list streamed), ``"TEI"`` or
-    ``"iob"`` (also None). Each chunk is what ``Sequence.tag`` returns for :attr:`tag_format`.
-    """
+    texts: List[Optional[str]]
+    tokens: List[List[str]]
+    offsets: Optional[List[list]]
+    labels: List[List[str]]
+    scores: List[np.ndarray]
 
-    FORMATS = {"json": "json", "TEI": "TEI", "tei": "TEI", "iob": None, None: None}
+    def with_offsets(self):
+        """The same, with the offsets of pre-tokenised input (its tokens joined by spaces)."""
+        if self.offsets is None:
+            self.offsets = [token_offsets(tokens) for tokens in self.tokens]
+        return self
 
-    def __init__(self, stream, output_format, model_name):
-        if output_format not in self.FORMATS:
-            raise ValueError(f"output_format must be json, TEI or iob, not {output_format!r}")
+
+class Writer:
+    """One output document written to ``stream`` piece by piece: :meth:`begin`, :meth:`add`
+    (a :class:`Tagged` chunk at a time), :meth:`end`. One subclass per format (:data:`WRITERS`),
+    used by ``Sequence.tag``, ``Sequence.tag_file`` and every CLI."""
+
+    def __init__(self, stream, model_name):
         self.stream = stream
-        self.tag_format = self.FORMATS[output_format]
-        self.first = True
-        if self.tag_format == "json":
-            stream.write(json.dumps(json_header(model_name))[:-1] + ', "texts": [\n')
-        elif self.tag_format == "TEI":
-            stream.write(TEI_HEADER)
+        self.model_name = model_name
+
+    def begin(self):
+        """Write what comes before the texts."""
 
     def add(self, tagged):
-        """Write one chunk of tagged texts."""
-        if self.tag_format == "json":
-            for item in tagged["texts"]:
-                self.stream.write(("" if self.first else ",\n") +
-                                  json.dumps(item, ensure_ascii=False))
-                self.first = False
-        elif self.tag_format == "TEI":
-            self.stream.write(tagged[len(TEI_HEADER):-len(TEI_FOOTER)])
-        else:
-            for pairs in tagged:
-                self.stream.write(iob_lines([t for t, _ in pairs], [label for _, label in pairs]))
+        raise NotImplementedError
 
     def end(self, runtime):
-        """Close the document (``runtime``: seconds, in the JSON document)."""
-        if self.tag_format == "json":
-            self.stream.write(f'\n], "runtime": {runtime}}}\n')
-        elif self.tag_format == "TEI":
-            self.stream.write(TEI_FOOTER)
+        """Write what comes after the texts (``runtime``: seconds)."""
+
+
+class JsonWriter(Writer):
+    """DeLFT's JSON document, its ``texts`` list streamed one compact text a line."""
+
+    def begin(self):
+        self.first = True
+        self.stream.write(json.dumps(json_header(self.model_name))[:-1] + ', "texts": [\n')
+
+    def add(self, tagged):
+        for item in self.items(tagged):
+            self.stream.write(("" if self.first else ",\n") + json.dumps(item, ensure_ascii=False))
+            self.first = False
+
+    def end(self, runtime):
+        self.stream.write(f'\n], "runtime": {runtime}}}\n')
+
+    @staticmethod
+    def items(tagged):
+        tagged.with_offsets()
+        return [entities_json(text, tokens, offsets, labels, scores) for text, tokens, offsets,
+                labels, scores in zip(tagged.texts, tagged.tokens, tagged.offsets, tagged.labels,
+                                      tagged.scores)]
+
+    @classmethod
+    def document(cls, model_name, tagged, runtime):
+        """The whole document as a dict (what ``Sequence.tag(..., "json")`` returns)."""
+        return dict(json_header(model_name), texts=cls.items(tagged), runtime=runtime)
+
+
+class TeiWriter(Writer):
+    """A TEI document, a ``<p>`` per text, entities as ``<rs type="...">``."""
+
+    def begin(self):
+        self.stream.write(TEI_HEADER)
+
+    def add(self, tagged):
+        tagged.with_offsets()
+        for text, tokens, offsets, labels in zip(tagged.texts, tagged.tokens, tagged.offsets,
+                                                 tagged.labels):
+            self.stream.write(tei_paragraph(text, tokens, offsets, labels))
+
+    def end(self, runtime):
+        self.stream.write(TEI_FOOTER)
+
+
+class IobWriter(Writer):
+    """``token<TAB>label`` lines, a blank line after each text."""
+
+    def add(self, tagged):
+        for tokens, labels in zip(tagged.tokens, tagged.labels):
+            self.stream.write(iob_lines(tokens, labels))
+
+
+WRITERS = {"json": JsonWriter, "tei": TeiWriter, "iob": IobWriter}
+FORMATS = tuple(WRITERS)
+
+
+def output_format(name):
+    """The format ``name`` (any case) as a key of :data:`WRITERS`; a one-line error naming the
+    formats otherwise.
+
+    >>> output_format("TEI")
+    'tei'
+    """
+    key = str(name).lower()
+    if key not in WRITERS:
+        raise ValueError(f"output format must be one of {', '.join(FORMATS)} (any case), not "
+                         f"{name!r}")
+    return key
 
 
 def get_entities_with_offsets(seq, offsets):

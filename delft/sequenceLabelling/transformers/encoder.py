@@ -1,9 +1,10 @@
 """The encoder: keras-hub's backbone for a checkpoint's ``model_type``, its weights ported by
-keras-hub's own Hugging Face converters, corrected where keras-hub hard-codes something else than
+keras-hub's own Hugging Face converters (BERT, DistilBERT, RoBERTa, XLM-RoBERTa) or by ours
+(ELECTRA, DeBERTa-v3: :mod:`.converters`), corrected where keras-hub hard-codes something else than
 the checkpoint says: the feed-forward activation (exact GELU where the config says ``gelu``;
-keras-hub's BERT uses the tanh approximation), layer-norm epsilons, dropout, RoBERTa's token-type
-embedding (keras-hub has none: its one row is folded into the position embeddings, an exact
-rewrite).
+keras-hub's BERT and ELECTRA use the tanh approximation), layer-norm epsilons, dropout, RoBERTa's
+token-type embedding (keras-hub has none: its one row is folded into the position embeddings, an
+exact rewrite, as keras-hub's XLM-RoBERTa converter does itself).
 """
 import importlib
 import sys
@@ -19,19 +20,28 @@ COMPUTE_DTYPES = (None, "float32", "mixed_bfloat16", "mixed_float16")
 
 
 class _Encoder:
-    """How one ``model_type`` maps to keras-hub: converter module, inputs, settings to correct."""
+    """How one ``model_type`` maps to keras-hub: converter (a keras-hub converter module's name, or
+    with ``ours`` a function of :mod:`.converters`), inputs, settings to correct, the prefix of its
+    parameter names in checkpoints saved from a task head (the model class's
+    ``base_model_prefix``)."""
 
     def __init__(self, converter, uses_segments, activation_key, dropout_key, epsilon_key,
-                 token_type_fold=False):
+                 prefix, token_type_fold=False, ours=False):
         self.converter = converter
+        self.ours = ours
         self.uses_segments = uses_segments
         self.activation_key = activation_key
         self.dropout_key = dropout_key
         self.epsilon_key = epsilon_key
+        self.prefix = prefix
         self.token_type_fold = token_type_fold
 
     def module(self):
-        return keras_hub_module(f"keras_hub.src.utils.transformers.{self.converter}")
+        if not self.ours:
+            return keras_hub_module(f"keras_hub.src.utils.transformers.{self.converter}")
+        from delft.sequenceLabelling.transformers import converters  # it imports this module
+
+        return getattr(converters, self.converter)()
 
 
 def keras_hub_module(name):
@@ -51,11 +61,15 @@ def keras_hub_module(name):
         del sys.modules["tensorflow_text"]
 
 
+_BERT_KEYS = ("hidden_act", "hidden_dropout_prob", "layer_norm_eps")
 ENCODERS = {
-    "bert": _Encoder("convert_bert", True, "hidden_act", "hidden_dropout_prob", "layer_norm_eps"),
-    "distilbert": _Encoder("convert_distilbert", False, "activation", "dropout", None),
-    "roberta": _Encoder("convert_roberta", False, "hidden_act", "hidden_dropout_prob",
-                        "layer_norm_eps", token_type_fold=True),
+    "bert": _Encoder("convert_bert", True, *_BERT_KEYS, "bert"),
+    "distilbert": _Encoder("convert_distilbert", False, "activation", "dropout", None,
+                           "distilbert"),
+    "roberta": _Encoder("convert_roberta", False, *_BERT_KEYS, "roberta", token_type_fold=True),
+    "xlm-roberta": _Encoder("convert_xlm_roberta", False, *_BERT_KEYS, "roberta"),
+    "electra": _Encoder("electra", True, *_BERT_KEYS, "electra", ours=True),
+    "deberta-v2": _Encoder("deberta_v3", False, *_BERT_KEYS, "deberta", ours=True),
 }
 
 
@@ -100,8 +114,8 @@ def _checkpoint_loader(path, model_type):
         """keras-hub's loader, forgiving about the model-class prefix of parameter names.
 
         keras-hub's converters ask for ``distilbert.*`` / ``roberta.*`` names (checkpoints saved
-        from a task head) and BERT ones without a prefix; a checkpoint saved from the bare model
-        class has the other form. Names are looked up exactly, then without / with the model
+        from a task head) and BERT's, XLM-RoBERTa's (and ours) without a prefix; a checkpoint
+        saved from the bare model class has the other form. Names are looked up exactly, then without / with the model
         prefix, then by a unique suffix. A missing pooler (token-classification checkpoints
         have none) is skipped: the tagger never uses it.
         """
@@ -109,10 +123,10 @@ def _checkpoint_loader(path, model_type):
         def get_prefixed_key(self, hf_weight_key, dict_like):
             keys = set(dict_like.keys())
             bare = hf_weight_key
-            for prefix in ("bert.", "distilbert.", "roberta."):
+            for prefix in {spec.prefix + "." for spec in ENCODERS.values()}:
                 if bare.startswith(prefix):
                     bare = bare[len(prefix):]
-            for candidate in (hf_weight_key, bare, f"{model_type}.{bare}"):
+            for candidate in (hf_weight_key, bare, f"{ENCODERS[model_type].prefix}.{bare}"):
                 if candidate in keys:
                     return candidate
             matches = [k for k in keys if k.endswith("." + bare)]
