@@ -18,6 +18,9 @@ setup(
         "keras==3.15.1",
         "keras-hub==0.32.0",
         "transformers==5.24.0",
+        # transformers' own (>=1.31,<3); named since delft calls it: Hub names found in its cache
+        # or downloaded into it (its 2.4 API: model_info timeouts, httpx2 errors)
+        "huggingface_hub>=2.4,<2.5",
         "tokenizers==0.23.3",
         "safetensors==0.8.0",
         "numpy>=2.4,<2.5",

@@ -26,7 +26,7 @@ import numpy as np  # noqa: E402
 
 import delft  # noqa: E402,F401
 from delft.sequenceLabelling import Sequence  # noqa: E402
-from delft.sequenceLabelling.export import export_model, load_model_dir  # noqa: E402
+from delft.export import export_model, load_model_dir  # noqa: E402
 from delft.sequenceLabelling.reader import load_data_and_labels_crf_file  # noqa: E402
 from delft.utilities.data_path import shared_data_file  # noqa: E402
 

@@ -126,7 +126,7 @@ def onnx_agreement(folder, registry, directory):
     from grobid_onnx_engine import JavaOnnxModel, java_normalize_num
 
     from delft.sequenceLabelling import Sequence
-    from delft.sequenceLabelling.export import export_model
+    from delft.export import export_model
 
     data = json.loads((REFERENCE / "inputs" / f"{folder}.json").read_text())
     delft046 = json.loads((REFERENCE / "delft-0.4.6" / f"{folder}.json").read_text())

@@ -24,8 +24,8 @@ from conftest import loaded_sequence, crf_sequences, run_python, unlabelled_matr
 from grobid_onnx_engine import JavaOnnxModel, java_normalize_num  # noqa: E402
 
 from delft.sequenceLabelling import Sequence  # noqa: E402
-from delft.sequenceLabelling.export import export_model  # noqa: E402
-from delft.sequenceLabelling.export.onnx_bundle import (export_onnx_bundle,  # noqa: E402
+from delft.export import export_model  # noqa: E402
+from delft.export.onnx_bundle import (export_onnx_bundle,  # noqa: E402
                                                         function_to_onnx)
 from delft.sequenceLabelling.layers.bilstm import BiLSTM  # noqa: E402
 from delft.sequenceLabelling.reader import (load_data_and_labels_crf_string,  # noqa: E402
@@ -126,7 +126,7 @@ def test_bilstm_converts_to_onnx_lstm_within_1e5(recurrent_dropout, return_seque
 def test_tf2onnx_alone_leaves_our_ops_unconverted(monkeypatch):
     """Without our handlers tf2onnx 1.17 keeps BlockLSTM (and UniqueV2) as TF ops, which ONNX
     Runtime cannot load (what Keras' own ``model.export(format="onnx")`` produces): refused."""
-    from delft.sequenceLabelling.export import onnx_ops
+    from delft.export import onnx_ops
 
     monkeypatch.setattr(onnx_ops, "CUSTOM_OP_HANDLERS", {})
     layer = BiLSTM(2, return_sequences=True)
@@ -479,7 +479,7 @@ def test_command_errors_are_one_line_and_write_nothing(tmp_path, capsys):
 
 
 def test_a_failed_export_leaves_no_output(trained_date, tmp_path, monkeypatch):
-    from delft.sequenceLabelling.export import onnx_bundle
+    from delft.export import onnx_bundle
 
     def fail(*_):
         raise OSError("disk full")

@@ -314,7 +314,7 @@ def test_a_shipped_folder_exports_the_bundle_grobid_java_labels_as_delft_046(
     """``delftExport`` on a folder GROBID ships (masked, tfa CRF): GROBID's Java engine labels
     every token as ``Sequence.tag`` and DeLFT 0.4.6 do."""
     from delft.sequenceLabelling.reader import translate_iob_label_to_grobid
-    from delft.sequenceLabelling.export import export_model
+    from delft.export import export_model
 
     folder = "date-BidLSTM_CRF_FEATURES"
     bundle = export_model(str(MODELS / folder), str(tmp_path / f"{folder}.onnx"), "onnx")
@@ -336,7 +336,7 @@ def test_a_chain_crf_bundle_reads_grobid_padding_as_the_model_does(
     (each sequence alone, padded to maxSequenceLength): the same emissions. GROBID's Java then
     decodes them without the padding, which DeLFT did not: how many labels that changes against
     DeLFT's own batches is measured (doc/usage.md)."""
-    from delft.sequenceLabelling.export import export_model
+    from delft.export import export_model
 
     folder = "header-BidLSTM_ChainCRF_FEATURES"
     model = loaded[folder]

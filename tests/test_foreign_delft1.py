@@ -206,7 +206,7 @@ def test_a_delft1_folder_exports_the_bundle_grobid_java_labels_as_delft(loaded, 
     pytest.importorskip("onnxruntime", reason="pip install .[export]")
     from grobid_onnx_engine import JavaOnnxModel
 
-    from delft.sequenceLabelling.export import export_model
+    from delft.export import export_model
 
     folder = "date-BidLSTM_CRF_FEATURES"
     bundle = export_model(str(FOLDERS_DIR / folder), str(tmp_path / f"{folder}.onnx"), "onnx")
@@ -227,7 +227,7 @@ def test_a_delft1_bert_crf_folder_exports_a_savedmodel_labelling_as_delft(loaded
     """The SavedModel of a DeLFT 1.x BERT_CRF folder decodes every subtoken, as DeLFT does."""
     import tensorflow as tf
 
-    from delft.sequenceLabelling.export import export_model
+    from delft.export import export_model
 
     folder = "date-BERT_CRF"
     model = loaded[folder]

@@ -40,7 +40,7 @@ def parser():
 @common.user_errors_are_one_line
 def main(argv=None):
     args = parser().parse_args(argv)
-    from delft.sequenceLabelling.export import export_model
+    from delft.export import export_model
 
     written = export_model(args.model_dir, args.output, args.export_format,
                            args.max_sequence_length, args.embeddings_name)

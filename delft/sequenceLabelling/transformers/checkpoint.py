@@ -81,7 +81,7 @@ def resolve_transformer(name: str) -> str:
         return os.path.abspath(name)
     entry = TRANSFORMER_REGISTRY.get(name)
     if entry is None:
-        from delft.sequenceLabelling.transformers.hub import hub_checkpoint
+        from delft.sequenceLabelling.transformers.hub import hub_checkpoint  # it imports this
 
         try:
             return hub_checkpoint(name)

@@ -114,10 +114,11 @@ def _checkpoint_loader(path, model_type):
         """keras-hub's loader, forgiving about the model-class prefix of parameter names.
 
         keras-hub's converters ask for ``distilbert.*`` / ``roberta.*`` names (checkpoints saved
-        from a task head) and BERT's, XLM-RoBERTa's (and ours) without a prefix; a checkpoint
-        saved from the bare model class has the other form. Names are looked up exactly, then without / with the model
-        prefix, then by a unique suffix. A missing pooler (token-classification checkpoints
-        have none) is skipped: the tagger never uses it.
+        from a task head), BERT's, XLM-RoBERTa's and ours for names without a prefix; a
+        checkpoint saved from the bare model class has the other form. Names are looked up
+        exactly, then without / with the model prefix, then by a unique suffix. A missing pooler
+        (token-classification checkpoints and ELECTRA have none) is skipped: the tagger never
+        uses it.
         """
 
         def get_prefixed_key(self, hf_weight_key, dict_like):

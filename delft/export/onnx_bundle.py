@@ -16,7 +16,7 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 
-from delft.sequenceLabelling.export.common import (VOCAB_FILE, load_model_dir, model_feature_ids,
+from delft.export.common import (VOCAB_FILE, load_model_dir, model_feature_ids,
                                                    vocabularies, write_json)
 from delft.sequenceLabelling.models import architecture
 from delft.utilities import atomic
@@ -226,7 +226,7 @@ def function_to_onnx(function, output_name: str):
     """Convert a concrete TF function to ONNX, inputs named as its specs, one output.
 
     Variables (and captured constants) are frozen into the graph first, then tf2onnx converts it
-    with the handlers of :mod:`~delft.sequenceLabelling.export.onnx_ops` for the two ops it lacks.
+    with the handlers of :mod:`~delft.export.onnx_ops` for the two ops it lacks.
 
     Args:
         function: a concrete function with named input specs and one output tensor.
@@ -248,7 +248,7 @@ def function_to_onnx(function, output_name: str):
     from tensorflow.python.framework.convert_to_constants import (
         convert_variables_to_constants_v2)
 
-    from delft.sequenceLabelling.export.onnx_ops import CUSTOM_OP_HANDLERS
+    from delft.export.onnx_ops import CUSTOM_OP_HANDLERS
 
     _patch_tf2onnx_for_numpy2()
     frozen = convert_variables_to_constants_v2(function)

@@ -14,7 +14,7 @@ import os
 import tensorflow as tf
 
 from delft.sequenceLabelling.casing import CASING_CLASSES
-from delft.sequenceLabelling.export.common import (VOCAB_FILE, load_model_dir, model_feature_ids,
+from delft.export.common import (VOCAB_FILE, load_model_dir, model_feature_ids,
                                                    uses_transformer,
                                                    vocabularies, write_json)
 from delft.utilities import atomic

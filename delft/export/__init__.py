@@ -1,13 +1,13 @@
 """Export a saved model for serving without delft: GROBID's ONNX bundle, or a TF SavedModel.
 
 ``export_model(model_dir, output, "onnx")`` writes the folder GROBID's Java ONNX engine loads
-(:mod:`~delft.sequenceLabelling.export.onnx_bundle`); ``"savedmodel"`` a SavedModel with the
-Viterbi decoding in the graph (:mod:`~delft.sequenceLabelling.export.saved_model`). See
+(:mod:`~delft.export.onnx_bundle`); ``"savedmodel"`` a SavedModel with the
+Viterbi decoding in the graph (:mod:`~delft.export.saved_model`). See
 ``doc/export.md``. tf2onnx and onnx are only needed for ONNX (``pip install delft[export]``).
 """
 from typing import Optional
 
-from delft.sequenceLabelling.export.common import load_model_dir
+from delft.export.common import load_model_dir
 from delft.utilities.errors import ConfigurationError
 
 FORMATS = ("onnx", "savedmodel")
@@ -42,11 +42,11 @@ def export_model(model_dir: str, output: str, export_format: str,
                                  "options: a SavedModel takes any length and no embeddings name")
     sequence = load_model_dir(model_dir)
     if export_format == "onnx":
-        from delft.sequenceLabelling.export.onnx_bundle import export_onnx_bundle
+        from delft.export.onnx_bundle import export_onnx_bundle
 
         return export_onnx_bundle(model_dir, output, max_sequence_length, embeddings_name,
                                   sequence=sequence)
-    from delft.sequenceLabelling.export.saved_model import export_saved_model
+    from delft.export.saved_model import export_saved_model
 
     return export_saved_model(model_dir, output, sequence=sequence)
 
