@@ -238,6 +238,7 @@ def user_errors_are_one_line(main):
         # replicas, checkpoint sharding, preemption watchers) are not ours
         for library in ("tensorflow", "absl"):
             logging.getLogger(library).setLevel(logging.WARNING)
+        logging.getLogger("delft.report").setLevel(logging.WARNING)  # printed on stdout instead
         try:
             return main(argv)
         except (DelftError, FileNotFoundError, IsADirectoryError, PermissionError) as error:

@@ -170,8 +170,17 @@ def _average(blocks, weights):
     return averaged
 
 
+class Report(dict):
+    """The scores of :func:`precision_recall_f1` (a dict), printed as the per-label table of
+    :func:`format_report`."""
+
+    def __str__(self):
+        return format_report(self)
+
+
 def precision_recall_f1(y_true, y_pred):
-    """Entity-level scores per type and averaged, as one dict.
+    """Entity-level scores per type and averaged, as one dict (a :class:`Report`: printed, the
+    per-label table).
 
     ``labels`` maps each type (sorted) to precision, recall, f1, support (number of true entities),
     tp, fp and fn; ``micro`` has the same keys over all entities; ``macro`` (unweighted mean over the
@@ -195,7 +204,7 @@ def precision_recall_f1(y_true, y_pred):
     macro["support"] = total_support
     weighted = _average(blocks, supports)
     weighted["support"] = total_support
-    return {"labels": labels, "micro": micro, "macro": macro, "weighted": weighted}
+    return Report(labels=labels, micro=micro, macro=macro, weighted=weighted)
 
 
 def _micro_counts(y_true, y_pred):

@@ -21,6 +21,7 @@ from delft.sequenceLabelling.batching import (ReplicaFeeder, batches_per_epoch, 
                                               length_bucketed_batches, prefetched)
 from delft.sequenceLabelling.tagger import Predictor
 from delft.utilities import devices
+from delft.utilities.verbosity import showing_progress
 
 logger = logging.getLogger(__name__)
 
@@ -270,11 +271,12 @@ class Trainer:
 
 
 def progress_bar(total, description):
-    """A progress bar on stderr when it is a terminal (never on stdout, never in logs)."""
+    """A progress bar on stderr in an interactive session (never on stdout, never in logs;
+    ``delft.utilities.verbosity`` decides)."""
     from tqdm import tqdm
 
     return tqdm(total=total, desc=description, unit="batch", leave=False, file=sys.stderr,
-                disable=not sys.stderr.isatty())
+                disable=not showing_progress())
 
 
 def format_epoch(record, max_epoch):

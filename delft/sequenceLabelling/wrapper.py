@@ -24,11 +24,13 @@ from delft.sequenceLabelling.model_dir import (CONFIG_FILE, CURVE_FILE,  # noqa:
                                                PREPROCESSOR_FILE, WEIGHTS_FILE, folder_identity,
                                                read_folder, set_folder_weights)
 from delft.sequenceLabelling import models
-from delft.utilities import atomic, devices
+from delft.utilities import atomic, devices, verbosity
 from delft.utilities.errors import ConfigurationError, DataFormatError, DelftError, ModelLoadError
 from delft.utilities.Tokenizer import tokenize_with_offsets
 
 logger = logging.getLogger(__name__)
+# the evaluation reports: the CLIs print them on stdout, and mute this logger
+report_logger = logging.getLogger("delft.report")
 
 TAG_FILE_CHUNK = 5000
 # DeLFT's Sequence arguments that have nothing to act on here
@@ -129,6 +131,7 @@ class Sequence:
         if callbacks:
             raise ConfigurationError("callbacks are not supported: the trainer logs each epoch "
                                      "and keeps the best weights itself")
+        verbosity.show_work()
         if inputs.looks_like_tokens(f_train):
             f_train, x_valid, y_valid = None, f_train, x_valid
         inputs.check_labelled(x_train, y_train, f_train, "training")
@@ -251,11 +254,13 @@ class Sequence:
     def eval(self, x_test, y_test, features=None, multi_gpu=False):
         """Score the model on ``(x_test, y_test)``: per-label and micro/macro precision, recall, F1.
 
-        The report is logged (``evaluation.format_report`` formats it); n-fold models are each
-        scored and the best fold is kept.
+        Returns the scores, a dict whose ``str`` is the per-label table
+        (:class:`~delft.sequenceLabelling.evaluation.Report`), also logged (logger
+        ``delft.report``); n-fold models are each scored and the best fold is kept.
         """
         if self.model is None:
             raise ModelLoadError("no model: train or load one before eval")
+        verbosity.show_work()
         inputs.check_labelled(x_test, y_test, features, "evaluation")
         if len(self.models) > 1:
             return self._eval_folds(x_test, y_test, features, multi_gpu)
@@ -279,10 +284,7 @@ class Sequence:
     def _score_one(self, x_test, y_test, features, multi_gpu):
         predicted = self._predict_labels(x_test, features, multi_gpu)[0]
         scores = evaluation.precision_recall_f1(list(map(list, y_test)), predicted)
-        micro = scores["micro"]
-        logger.info("evaluation: micro precision %.4f, recall %.4f, F1 %.4f on %d entities",
-                    micro["precision"], micro["recall"], micro["f1"], micro["support"])
-        logger.debug("evaluation report:\n%s", evaluation.format_report(scores))
+        report_logger.info("evaluation on %d sequences:\n%s", len(y_test), scores)
         return scores
 
     # -- tagging ------------------------------------------------------------------------------
