@@ -8,7 +8,6 @@ layout GROBID loads. Tests that change a model load their own copy from that dir
 import contextlib
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -23,6 +22,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from delft.utilities.data_path import shared_data_file  # noqa: E402
+from delft.utilities.native_logs import tensorflow_free  # noqa: E402
 
 SAMPLE_DATE = REPO_ROOT / "data" / "sequenceLabelling" / "grobid" / "date" / "date-sample.train"
 # GROBID's shipped DeLFT folders (a sample), with DeLFT 0.4.6's outputs under reference/
@@ -31,26 +31,9 @@ GROBID_MODELS_REFERENCE = GROBID_MODELS / "reference"
 REAL_DATE = shared_data_file("sequenceLabelling", "grobid", "date", "date-220311.train")
 MODEL_NAME = "date-BidLSTM_CRF"
 
-# TensorFlow's C++ runtime logs to stderr at import (absl, oneDNN, CUDA probing) whatever
-# TF_CPP_MIN_LOG_LEVEL says; these lines are not delft's output.
-_TF_LOG_LINE = re.compile(r"^([IWEF]\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ \S+:\d+\]|"
-                          r"WARNING: All log messages before absl::InitializeLog\(\))")
-
-
 def delft_stderr_lines(stderr):
     """The non-empty stderr lines that are not TensorFlow's own runtime logging."""
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    kept, in_tf_block = [], False
-    for line in lines:
-        if _TF_LOG_LINE.match(line):
-            in_tf_block = True
-            continue
-        # a TF log message may wrap onto a following line ("To enable the following instructions")
-        if in_tf_block and line.startswith("To enable the following instructions"):
-            continue
-        in_tf_block = False
-        kept.append(line)
-    return kept
+    return tensorflow_free(stderr.splitlines())
 
 
 def subprocess_env(**extra):

@@ -70,6 +70,7 @@ def after_training(cli_models, tag_input):
         "eval": start("date", "eval", "--input", SAMPLE, "--output", output),
         "iob": start("date", "tag", "--input", path, "--output", output, "--output-format", "iob"),
         "json": start("date", "tag", "--input", path, "--output", output),
+        "verbose": start("date", "tag", "--input", path, "--output", output, "--verbose"),
     }
     return {name: finish(process) for name, process in processes.items()}
 
@@ -117,6 +118,19 @@ def test_eval_on_the_saved_model(after_training):
     assert {"<day>", "<month>", "<year>", "all (micro avg.)"} <= set(rows)
     # the whole sample is evaluated
     assert rows["all (micro avg.)"][3] > 1000
+
+
+def test_stderr_holds_no_tensorflow_line_unless_verbose(cli_models, after_training):
+    """TensorFlow's C++ lines (absl's notice, CUDA probing, cuInit's error without a GPU) are
+    held back; ``--verbose`` shows them."""
+    from delft.utilities.native_logs import is_tensorflow_line
+
+    for name, (code, _, stderr) in [("train_eval", cli_models[1])] + [
+            (key, after_training[key]) for key in ("eval", "iob", "json")]:
+        assert code == 0, stderr[-2000:]
+        assert [line for line in stderr.splitlines() if is_tensorflow_line(line)] == [], name
+    assert_ok(after_training["verbose"])
+    assert any(is_tensorflow_line(line) for line in after_training["verbose"][2].splitlines())
 
 
 def test_tag_iob(after_training, tag_input):

@@ -1,4 +1,4 @@
-"""GROBID's in-process calls (compat.md), run exactly in its order against a model saved here.
+"""GROBID's in-process calls (its DeLFTModel, doc/usage.md), run exactly in its order against a model saved here.
 
 GROBID's Java side (DeLFTModel) embeds CPython, imports delft, loads ``<models dir>/date-BidLSTM_CRF``,
 overrides two runtime settings, reads the feature matrix it built (no label column) with

@@ -39,7 +39,7 @@ MODEL = "date"
 ARCHITECTURES = ("BidLSTM_CRF", "BidLSTM_CRF_FEATURES")
 
 # The folder ``grobidTagger.py <model> train --output DIR`` writes under DIR. GROBID loads
-# DIR/<model>-<architecture>/ (compat.md); the CLI writes DIR/grobid-<model>-<architecture>/ today.
+# DIR/<model>-<architecture>/ (GROBID's DeLFTModel); the CLI writes DIR/grobid-<model>-<architecture>/ today.
 # Switch this one line to "" when the CLI saves under GROBID's name.
 CLI_SAVED_PREFIX = ""  # under --output: the folder GROBID loads
 

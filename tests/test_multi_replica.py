@@ -2,7 +2,7 @@
 
 The checks run in one subprocess (tests/multi_replica_checks.py) so that the logical devices, which
 must exist before TensorFlow starts, do not change the rest of the session. Each test here would
-fail on DeLFT 0.4.6 (see compat.md): dropped validation batch, per-replica loss mean, model built
+fail on DeLFT 0.4.6 (doc/multi-gpu.md): dropped validation batch, per-replica loss mean, model built
 outside the strategy, crash on the strategy's thread pool at exit.
 """
 import json

@@ -6,6 +6,7 @@ Options are generated from the config fields (a flag *is* a field, see
 stderr; results (evaluation reports, tagged output) go to stdout, logs to stderr.
 """
 import argparse
+import contextlib
 import functools
 import logging
 import math
@@ -17,6 +18,9 @@ from typing import Optional
 from delft.sequenceLabelling.output import FORMATS
 from delft.utilities import atomic
 from delft.utilities.errors import ConfigurationError, DataFormatError, DelftError
+from delft.utilities.native_logs import NativeStderrFilter
+
+VERBOSE_FLAG = "--verbose"
 
 # options DeLFT scripts pass that have nothing to act on here: refused, never silently ignored
 REFUSED_OPTIONS = {
@@ -53,6 +57,7 @@ def add_common_options(parser, actions, shown=None, shown_for=None):
     parser.add_argument("--output-format", default="json", type=str.lower, choices=FORMATS,
                         help="tag: json (DeLFT's document), tei (TEI, entities as <rs type>) or "
                              "iob (token<TAB>label lines); any case (default: json)")
+    add_verbose_option(parser)
     parser.add_argument("--use-ELMo", dest="use_ELMo", action="store_true",
                         help=argparse.SUPPRESS)
     parser.add_argument("--wandb", action="store_true", help=argparse.SUPPRESS)
@@ -61,6 +66,11 @@ def add_common_options(parser, actions, shown=None, shown_for=None):
                  "continuous_features_indices"):
         parser.add_argument("--" + name.replace("_", "-"), default=None, help=argparse.SUPPRESS)
     return parser
+
+
+def add_verbose_option(parser):
+    parser.add_argument(VERBOSE_FLAG, action="store_true",
+                        help="show TensorFlow's own log lines on stderr (held back by default)")
 
 
 def parse(parser, argv, default_architecture="BidLSTM_CRF"):
@@ -227,24 +237,33 @@ def add_tag_options(parser):
 
 
 def user_errors_are_one_line(main):
-    """Run ``main``; a :class:`DelftError` (bad data, bad option, bad model dir) prints one line."""
+    """Run ``main``; a :class:`DelftError` (bad data, bad option, bad model dir) prints one line.
+
+    TensorFlow's own C++ log lines are held back from stderr unless ``--verbose`` is given."""
     @functools.wraps(main)
     def wrapped(argv=None):
-        logging.basicConfig(level=logging.INFO, format="%(message)s")
-        # a command's stderr is for its own notices: transformers' advice that PyTorch is absent
-        # (torch is never used here) is not one of them
-        os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
-        # the INFO lines of TensorFlow's Python side (one per collective op under several
-        # replicas, checkpoint sharding, preemption watchers) are not ours
-        for library in ("tensorflow", "absl"):
-            logging.getLogger(library).setLevel(logging.WARNING)
-        logging.getLogger("delft.report").setLevel(logging.WARNING)  # printed on stdout instead
-        try:
-            return main(argv)
-        except (DelftError, FileNotFoundError, IsADirectoryError, PermissionError) as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 2
+        verbose = VERBOSE_FLAG in (sys.argv[1:] if argv is None else argv)
+        with contextlib.nullcontext() if verbose else NativeStderrFilter():
+            return _run(main, argv)
     return wrapped
+
+
+def _run(main, argv):
+    """``main(argv)`` with the CLIs' logging; a user's error is one line and exit code 2."""
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    # a command's stderr is for its own notices: transformers' advice that PyTorch is absent
+    # (torch is never used here) is not one of them
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    # the INFO lines of TensorFlow's Python side (one per collective op under several
+    # replicas, checkpoint sharding, preemption watchers) are not ours
+    for library in ("tensorflow", "absl"):
+        logging.getLogger(library).setLevel(logging.WARNING)
+    logging.getLogger("delft.report").setLevel(logging.WARNING)  # printed on stdout instead
+    try:
+        return main(argv)
+    except (DelftError, FileNotFoundError, IsADirectoryError, PermissionError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
 
 
 def command_for(main):

@@ -34,6 +34,7 @@ def parser():
                         help="onnx: the bundle's embeddingsName, the LMDB folder GROBID opens "
                              "under <delft.install>/data/db/ (default: the model's embeddings; "
                              "'none' without word embeddings)")
+    common.add_verbose_option(result)
     return result
 
 

@@ -45,7 +45,10 @@ def default_input(model):
             continue
         candidates.append((date, match.group(2) is None, os.path.join(folder, name)))
     if not candidates:
-        raise ConfigurationError(f"no --input given and no {folder}/{model}-YYMMDD.train[.gz]")
+        raise ConfigurationError(
+            f"no --input FILE given, and no {folder}/{model}-YYMMDD.train[.gz] (DeLFT's layout of "
+            "GROBID's training data) under the current directory; give --input (this package "
+            "ships data/sequenceLabelling/grobid/date/date-sample.train)")
     return max(candidates)[2]
 
 
@@ -97,13 +100,14 @@ def read_train(args):
     if path is None:
         path = default_input(args.model)
         logging.getLogger(__name__).info("using the newest training file: %s", path)
-    return common.DataSets(train=load_data_and_labels_crf_file(path))
+    return common.DataSets(train=load_data_and_labels_crf_file(
+        common.existing_path(path, "--input")))
 
 
 def read_eval(args):
     from delft.sequenceLabelling.reader import load_data_and_labels_crf_file
 
-    path = args.input or default_input(args.model)
+    path = common.existing_path(args.input or default_input(args.model), "--input")
     return common.DataSets(test=load_data_and_labels_crf_file(path), test_file=path)
 
 

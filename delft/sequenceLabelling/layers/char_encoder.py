@@ -12,7 +12,7 @@ class CharEncoder(keras.layers.Layer):
     The BiLSTM runs on the distinct character rows of the batch only (dates repeat "2005", ",",
     "-"...), then results are gathered back: the same numbers as running it on every token, at a
     fraction of the cost. Reshaping instead of ``TimeDistributed`` keeps the word axis dynamic
-    (stack.md). Characters are right-padded with 0; with ``reads_padding`` the BiLSTM reads every
+    (a ``TimeDistributed`` over a dynamic axis fails on variable-length batches). Characters are right-padded with 0; with ``reads_padding`` the BiLSTM reads every
     position, padding included (DeLFT's ChainCRF models: their char embedding has no mask), else
     a token's characters only.
 
