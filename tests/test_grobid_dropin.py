@@ -44,7 +44,7 @@ def test_default_input_is_the_newest_plain_file_before_its_gz(tmp_path, monkeypa
     assert grobidTagger.default_input("date").endswith("date-220311.train.gz")
     (folder / "date-220311.train").write_text("x")
     assert grobidTagger.default_input("date").endswith("date-220311.train")
-    with pytest.raises(ConfigurationError, match="no --input given"):
+    with pytest.raises(ConfigurationError, match="no --input FILE given"):
         grobidTagger.default_input("header")
 
 
