@@ -2,6 +2,7 @@
 from setuptools import find_packages, setup
 
 EXPORT_REQUIRES = ["tf2onnx==1.17.0", "onnx>=1.17,<1.24", "onnxruntime>=1.20,<1.33"]
+TRACKING_REQUIRES = ["wandb>=0.19,<0.32"]
 
 setup(
     name="delft",
@@ -36,8 +37,11 @@ setup(
     extras_require={
         # ONNX export (delftExport --format onnx): converter, checker; onnxruntime to run bundles
         "export": EXPORT_REQUIRES,
+        # --wandb: DeLFT's Weights & Biases reporting (--tensorboard needs nothing more)
+        "tracking": TRACKING_REQUIRES,
         # jep: GROBID's JEP client in the tests (builds against the JDK)
-        "test": ["pytest>=8", "seqeval==1.2.2", "jep==4.3.2"] + EXPORT_REQUIRES,
+        "test": ["pytest>=8", "seqeval==1.2.2", "jep==4.3.2"] + EXPORT_REQUIRES +
+                TRACKING_REQUIRES,
     },
     entry_points={
         "console_scripts": [

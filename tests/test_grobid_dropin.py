@@ -88,8 +88,7 @@ def test_features_indices_ranges_and_suffix():
     assert kwargs["features_indices"] == [9, 10, 11, 12, 15]
 
 
-@pytest.mark.parametrize("option", ["--wandb", "--num-workers 2", "--use-ELMo",
-                                    "--wandb-run-id abc", "--wandb-project p",
+@pytest.mark.parametrize("option", ["--num-workers 2", "--use-ELMo",
                                     "--text-features-indices 1", "--continuous-features-indices 2"])
 def test_options_without_effect_are_refused_in_one_line(option):
     with pytest.raises(ConfigurationError, match=option.split()[0]):
@@ -97,11 +96,22 @@ def test_options_without_effect_are_refused_in_one_line(option):
 
 
 def test_refused_option_on_the_command_line_is_one_line(tmp_path):
-    done = run_python([SCRIPT, "date", "train", "--input", SAMPLE_DATE, "--wandb"], cwd=tmp_path,
-                      timeout=120)
+    done = run_python([SCRIPT, "date", "train", "--input", SAMPLE_DATE, "--num-workers", "2"],
+                      cwd=tmp_path, timeout=120)
     assert done.returncode == 2
     lines = delft_stderr_lines(done.stderr)
-    assert len(lines) == 1 and lines[0].startswith("error: --wandb: ")
+    assert len(lines) == 1 and lines[0].startswith("error: --num-workers: ")
+
+
+def test_wandb_without_its_key_is_one_line_before_training(tmp_path):
+    pytest.importorskip("wandb", reason="the optional wandb package is not installed")
+    done = run_python([SCRIPT, "date", "train", "--input", SAMPLE_DATE, "--wandb"], cwd=tmp_path,
+                      timeout=120, WANDB_API_KEY="", WANDB_MODE="online")
+    assert done.returncode == 2
+    assert delft_stderr_lines(done.stderr) == [
+        "error: --wandb needs WANDB_API_KEY (or WANDB_MODE=offline to keep the run on this "
+        "machine)"]
+    assert not (tmp_path / "data").exists()  # nothing trained, nothing saved
 
 
 def test_gz_training_file_trains_and_saves_where_grobid_loads(tmp_path):

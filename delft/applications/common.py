@@ -25,12 +25,8 @@ VERBOSE_FLAG = "--verbose"
 # options DeLFT scripts pass that have nothing to act on here: refused, never silently ignored
 REFUSED_OPTIONS = {
     "use_ELMo": "ELMo is not supported: use a transformer (--transformer)",
-    "wandb": "Weights & Biases reporting is not available (no network); each model folder keeps "
-             "history.json and training_curve.png",
     "num_workers": "batches are padded in one background thread: there are no data workers to "
                    "set",
-    "wandb_run_id": "Weights & Biases reporting is not available",
-    "wandb_project": "Weights & Biases reporting is not available",
     "text_features_indices": "text feature columns are not supported: categorical columns only "
                              "(--features-indices)",
     "continuous_features_indices": "continuous feature columns are not supported: categorical "
@@ -60,10 +56,8 @@ def add_common_options(parser, actions, shown=None, shown_for=None):
     add_verbose_option(parser)
     parser.add_argument("--use-ELMo", dest="use_ELMo", action="store_true",
                         help=argparse.SUPPRESS)
-    parser.add_argument("--wandb", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--num-workers", type=int, default=None, help=argparse.SUPPRESS)
-    for name in ("wandb_run_id", "wandb_project", "text_features_indices",
-                 "continuous_features_indices"):
+    for name in ("text_features_indices", "continuous_features_indices"):
         parser.add_argument("--" + name.replace("_", "-"), default=None, help=argparse.SUPPRESS)
     return parser
 

@@ -136,6 +136,11 @@ def resolve(app: Application, argv=None, check_inputs=True) -> Run:
             load_dir, load_name = os.path.split(os.path.abspath(args.input_model))
     if check_inputs:
         app.check(args)
+        if args.action in ("train", "train_eval"):  # a tracker that cannot report: say it now
+            from delft.utilities.tracking import trackers_for
+
+            trackers_for(args.tensorboard, bool(args.report_to_wandb), args.wandb_project,
+                         args.wandb_run_id)
     return Run(args, load_name if args.action in ("eval", "tag") else model_name, models_dir,
                load_dir, load_name, settings, args.seed)
 

@@ -140,6 +140,15 @@ class TrainingConfig:
     weight_decay: float = option(0.01, "AdamW weight decay (transformers)", minimum=0.0)
     warmup_ratio: float = option(0.1, "share of the steps of linear warm-up (transformers)",
                                  minimum=0.0, maximum=1.0)
+    tensorboard: Optional[str] = option(
+        None, "write TensorBoard scalars (each epoch) and the per-label validation F1 (at the "
+              "end) under this folder")
+    report_to_wandb: bool = option(
+        False, "report to Weights & Biases as DeLFT does (pip install wandb; WANDB_API_KEY, or "
+               "WANDB_MODE=offline)", flag="--wandb")
+    wandb_project: Optional[str] = option(
+        None, "Weights & Biases project (default: WANDB_PROJECT, else wandb's own)")
+    wandb_run_id: Optional[str] = option(None, "Weights & Biases run to continue")
 
     def resolved_learning_rate(self, uses_transformer):
         if self.learning_rate is not None:

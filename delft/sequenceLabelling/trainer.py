@@ -90,8 +90,9 @@ class Trainer:
     """Fit ``model`` on encoded corpora under ``strategy``; keeps the best epoch's weights."""
 
     def __init__(self, model, preprocessor, training_config, strategy, batch_size,
-                 uses_transformer=False):
+                 uses_transformer=False, trackers=()):
         self.model = model
+        self.trackers = list(trackers)  # delft.utilities.tracking, started by train
         self.preprocessor = preprocessor
         self.config = training_config
         self.strategy = strategy
@@ -204,6 +205,8 @@ class Trainer:
                 record["seconds"] = time.perf_counter() - start
                 self.history.append(record)
                 logger.info(format_epoch(record, config.max_epoch))
+                for tracker in self.trackers:
+                    tracker.epoch(record)
                 stop = self._should_stop(record, state)
                 progress.end_epoch(epoch, stopped_early=stop)
                 if checkpoints:
@@ -214,6 +217,14 @@ class Trainer:
             self.model.set_weights(state.best_weights)
             logger.info("restored the weights of epoch %d (validation F1 %.4f)", state.best_epoch,
                         state.best_f1)
+        if self.trackers:
+            scores = None
+            if valid_corpus is not None:
+                predictions = predictor.predict(valid_corpus, self.batch_size)
+                scores = evaluation.precision_recall_f1(valid_truth, predictions.split(
+                    self.preprocessor.decode_labels(predictions.ids)))
+            for tracker in self.trackers:
+                tracker.end(scores)
         return self.history
 
     def _run_epoch(self, corpus, label_ids, progress, epoch, steps, run_step):

@@ -27,6 +27,7 @@ from delft.sequenceLabelling import models
 from delft.utilities import atomic, devices, verbosity
 from delft.utilities.errors import ConfigurationError, DataFormatError, DelftError, ModelLoadError
 from delft.utilities.Tokenizer import tokenize_with_offsets
+from delft.utilities.tracking import started_trackers
 
 logger = logging.getLogger(__name__)
 # the evaluation reports: the CLIs print them on stdout, and mute this logger
@@ -159,7 +160,9 @@ class Sequence:
             valid_corpus = self.p.encode(x_valid, f_valid)
             valid_labels = self.p.encode_labels(y_valid)
         trainer = Trainer(self.model, self.p, self.training_config, strategy,
-                          self.model_config.batch_size, uses_transformer=self.uses_transformer)
+                          self.model_config.batch_size, uses_transformer=self.uses_transformer,
+                          trackers=started_trackers(self.model_config, self.training_config,
+                                                    devices.is_chief(strategy)))
         start = time.perf_counter()
         with claimed(checkpoint_dir, strategy) as claim:
             self._checkpoint_dir = claim.directory if claim else None
