@@ -263,7 +263,7 @@ def _run(main, argv):
 def command_for(main):
     """The console script of a command: ``main`` on the command line's arguments, then the
     process ends with its exit code, skipping the interpreter's teardown of TensorFlow's objects
-    (about 1 s of a 15 s train_eval, and nothing to save).
+    (a noticeable share of a short command, and nothing to save).
 
     Output is flushed first; in-process users call ``main`` instead.
     """

@@ -6,18 +6,18 @@ contiguous slices of sizes that differ by at most one, so no example is ever dro
 last batch needs no special case. A replica left without a row (a last batch smaller than N) gets a
 copy of one with weight 0 and index -1: it adds nothing to the loss, the gradients or the output,
 and no layer ever sees an empty batch. In training, each replica's slice is cut further into
-``length_groups`` groups of rows of similar length, each padded to its own longest row: a random
-batch of GROBID rows (3 to 1,000 tokens) is 20-36% real tokens when padded whole, 39-66% in two
-groups; the step sums the groups' losses, so the gradient is the batch's. Every slice carries the rows' positions (``index``) so that
-predictions are put back in input order, and the size of its global batch (``global_count``) so that
+``length_groups`` groups of rows of similar length, each padded to its own longest row (a
+random batch of GROBID rows, 3 to 1,000 tokens, is mostly padding when padded whole); the step
+sums the groups' losses, so the gradient is the batch's. Every slice carries the rows' positions
+(``index``) so that predictions are put back in input order, and the size of its global batch (``global_count``) so that
 the loss of a step is the same on 1 or N replicas.
 
 Slices are padded in numpy (a vectorised gather per batch) and handed to the compiled step as its
 arguments, one per local replica (:class:`ReplicaFeeder`); each worker pads only its own replicas'
 slices. There is no ``tf.data.Dataset.from_generator`` on this path: its Python callback, run from
-TensorFlow's own threads, cost 70-120 ms per call to build, kept every call's corpus alive for the
-life of the process, made identical calls take 1x or 2x, and printed tracebacks under JEP's
-sub-interpreters (measurements in doc/multi-gpu.md).
+TensorFlow's own threads, was slow to build per call, kept every call's corpus alive for the life
+of the process, made identical calls vary in time, and printed tracebacks under JEP's
+sub-interpreters (doc/multi-gpu.md).
 """
 import logging
 import math
@@ -28,15 +28,13 @@ import numpy as np
 
 logger = logging.getLogger(__name__)
 
-# Training's default: every batch drawn at random, as DeLFT 1.2 does. Pools of 50 length-sorted
+# Training's default: every batch drawn at random, as DeLFT 1.2 does. Pools of length-sorted
 # batches pad less, but a GROBID set of a few hundred to ~1,500 rows then fits in one or two
-# pools and gets nearly the same batches every epoch: eval F1 -0.65 on name-citation (12 seeds)
-# and -0.85 on affiliation-address (6 seeds) against random batches, which train more epochs
-# (doc/usage.md, "Batches").
+# pools and gets nearly the same batches every epoch, and scores lower (doc/benchmarks.md,
+# "Training batches").
 POOL_BATCHES = 1
-# Two groups per replica: affiliation-address epochs 2.64 -> 1.9 s, name-header 1.57 -> 1.29 s;
-# a third group adds a copy of the model to the traced step (+0.5 s) for little more
-# (doc/usage.md, "Batches").
+# Two groups per replica: most of the padding saved; a third adds a copy of the model to the
+# traced step for little more (doc/benchmarks.md, "Training batches").
 LENGTH_GROUPS = 2
 
 

@@ -18,8 +18,8 @@ The same training run again restores the latest checkpoint, says so, and goes on
 weights are those of an uninterrupted run. ``resume=False`` (``--no-resume``) removes it first.
 
 A save is one compiled write of the variables as they are (no copy; the best weights are
-written apart only when they are no longer the model's): on the date model it costs a few
-milliseconds, on MiniLM the time to write its ~270 MB (``benchmarks/checkpoint_overhead.py``).
+written apart only when they are no longer the model's): its cost is the time to write the
+variables (``benchmarks/checkpoint_overhead.py``).
 
 What covers which end of a process:
 
@@ -250,7 +250,7 @@ class EpochCheckpoints:
     A save writes the model's and the optimizer's variables as they are, with the progress, in
     one compiled call (the progress assigned and ``tf.train.Checkpoint.write``, traced once and
     called as a concrete function: an eager save re-walks the object graph in Python each time,
-    5x slower on the date model), then points TensorFlow's ``checkpoint`` state file at it and
+    several times slower), then points TensorFlow's ``checkpoint`` state file at it and
     removes the previous one. Nothing is copied: no host snapshot, no second set of best weights
     in memory. The best weights are written only when they are no longer the model's own (after
     an epoch below the best), once, as ``best-<epoch>``.

@@ -103,8 +103,7 @@ class Trainer:
         self.history = []
         self.feeder = ReplicaFeeder(strategy, preprocessor, training_config.length_groups)
         # no autograph: the steps have no Python control flow on tensors, and converting every
-        # function they call doubled the CPU time of tracing (date: train step 4.7 -> 2.9 s,
-        # predict step 1.7 -> 0.6 s)
+        # function they call made tracing far slower
         self._train_step = tf.function(self._distributed_train_step, autograph=False,
                                        input_signature=self.feeder.step_signature(True))
         # a function of its own, so that every length group of a step calls one trace of the
@@ -256,8 +255,8 @@ class Trainer:
             return False
         # A tie counts as reaching the best: on a small validation set (GROBID's 10% of date is
         # 58 sequences) F1 saturates while the training loss still falls, and the latest of the
-        # tied epochs generalises better (benchmarks/grobid_holdout.py: held-out token accuracy
-        # 92.9 -> 97.2; train_eval F1 96.6 -> 97.3). Keeping the first would stop too early.
+        # tied epochs generalises better (benchmarks/grobid_holdout.py). Keeping the first would
+        # stop too early.
         if record["val_f1"] >= state.best_f1:
             state.best_f1, state.best_epoch = record["val_f1"], record["epoch"]
             state.best_weights = self.model.get_weights()

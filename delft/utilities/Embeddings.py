@@ -256,7 +256,8 @@ class Embeddings:
 
     def _keys(self, words: Sequence[str], normalize_digits: bool) -> List[str]:
         """The lookup keys of a batch. Digits are translated in one call on the joined batch
-        (about 7x faster than per word); a word holding the separator goes the per-word way."""
+        (several times faster than per word); a word holding the separator goes the per-word
+        way."""
         if normalize_digits and not self._lowercase:
             keys = "\x00".join(words).translate(_DIGITS).split("\x00")
             if len(keys) == len(words):

@@ -81,13 +81,11 @@ def configure_cpu_ops(uses_transformer):
 
     The RNN family runs many small ops (a BiLSTM's steps, a 20-row batch). On TensorFlow's
     default, every core per op, the threads wait on each other; with one thread per op the
-    independent ops (the two directions of each BiLSTM) run side by side, one per core. On 2
-    cores: name-citation's train steps 35% faster, name-header's 29%, tagging 18% (batch 60) and
-    10% (batch 1024) more tokens/s (benchmarks/features.py, tagging_throughput.py). Its kernels
-    are Eigen's, not oneDNN's (``TF_ENABLE_ONEDNN_OPTS=0``): oneDNN's layout conversions and
-    transposes cost more than they save on such small tensors (train runs of 8 epochs: name-header
-    12% shorter, affiliation-address and name-citation 4%; the same F1). A transformer's large
-    matmuls want every core per op (MiniLM tagging 1.5x slower on one) and oneDNN: it keeps the
+    independent ops (the two directions of each BiLSTM) run side by side, one per core: faster
+    train steps and tagging (doc/usage.md, "Threads and kernels"). Its kernels are Eigen's, not
+    oneDNN's (``TF_ENABLE_ONEDNN_OPTS=0``): oneDNN's layout conversions and transposes cost more
+    than they save on such small tensors (the same F1). A transformer's large matmuls want every
+    core per op and oneDNN: it keeps the
     defaults, as does a process that set ``TF_NUM_INTRAOP_THREADS`` or
     ``TF_ENABLE_ONEDNN_OPTS`` itself; with a GPU the threads stay as they are. The CLIs call this
     before TensorFlow is imported, since both settings are read when it starts; it changes nothing

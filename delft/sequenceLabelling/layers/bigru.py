@@ -14,8 +14,8 @@ class BiGRU(keras.layers.Layer):
     + c_h))``. TensorFlow has no fused GRU op with a gradient (``GRUBlockCell`` lost its gradient
     with tf.contrib), so each direction is the input projection of every step in one matmul,
     then :func:`gru_recursion`, a scan with its gradient written out: a training step's graph
-    traces several times faster than with Keras' GRU loop, whose gradient TensorFlow derives
-    (one BiGRU(100): 3.8 s against 10.4 s, shared machine). The backward direction reverses each
+    traces several times faster than with Keras' GRU loop, whose gradient TensorFlow derives. The
+    backward direction reverses each
     row within its own length, so no step needs a mask. With ``recurrent_dropout > 0`` Keras' GRU
     trains (a per-step dropout mask has no place here), and inference runs its weights here, as
     :class:`~delft.sequenceLabelling.layers.bilstm.BiLSTM` does.

@@ -27,8 +27,8 @@ class BiLSTM(keras.layers.Layer):
     the last valid step and the backward state after the first (zeros for an empty row).
 
     Without recurrent dropout each direction is one fused ``BlockLSTM`` op: a Keras ``LSTM`` in a
-    graph is a while loop of small ops whose gradient takes seconds to trace (2.1 s against 0.26 s
-    for one BiLSTM here) and that runs no faster. The backward direction reverses each row within
+    graph is a while loop of small ops whose gradient takes several times longer to trace, and that
+    runs no faster. The backward direction reverses each row within
     its own length. Recurrent dropout needs a per-step mask the fused op has no place for: with
     ``recurrent_dropout > 0`` Keras' LSTM trains, and inference (no dropout) runs its weights on the
     fused op, the same numbers to float rounding (and one LSTM op an exported graph can convert).

@@ -10,12 +10,10 @@ DeLFT 1.x's does, and a word takes its first subtoken's label.
 
 The head is trained from scratch while the encoder is only adapted: with the encoder at 2e-5, the
 dense layer learns ``head_lr_multiplier`` (50) times faster and the CRF transitions
-``crf_lr_multiplier`` (500) times (see ScaledDense). Measured on date (BERT_CRF + MiniLM, 10
-epochs, seeds 1-3, eval F1): 1x/1x 94.38/97.08/97.09, 50x/50x 95.51/96.49/96.23, 50x/500x
-96.34/97.08/96.23 (best validation F1 too). The word-piece embedding table (half of MiniLM's
-weights) stays frozen by default (``freeze_word_embeddings``): fine-tuning it costs a dense
-gradient and two AdamW slots of its size each step for no measured gain (date, seed 1: eval F1
-96.34 either way, 4.5 -> 3.0 s per epoch, peak RSS 1.93 -> 1.81 GB).
+``crf_lr_multiplier`` (500) times (see ScaledDense), the best of the settings measured on date
+(doc/benchmarks.md, "BERT_CRF"). The word-piece embedding table (half of MiniLM's weights) stays
+frozen by default (``freeze_word_embeddings``): fine-tuning it costs a dense gradient and two
+AdamW slots of its size each step for no measured gain in F1.
 """
 import keras
 import tensorflow as tf
