@@ -115,19 +115,21 @@ def resolve(app: Application, argv=None, check_inputs=True) -> Run:
     """Parse ``argv`` and resolve the run; a user's error is a one-line
     :class:`ConfigurationError` (options without effect here, an unknown architecture, the
     application's checks of its inputs unless ``check_inputs`` is false...)."""
-    from delft.sequenceLabelling.config import ModelConfig, TrainingConfig, config_values
+    from delft.sequenceLabelling.config import (ModelConfig, TrainingConfig, check_name,
+                                                check_settings, config_values)
 
     args = common.parse(parser(app, argv), argv, app.default_architecture)
     family = _family(args.architecture)
     values = presets.preset(app.presets, app.preset_model(args), family)
-    settings = dict(config_values(args, ModelConfig, values),
-                    **config_values(args, TrainingConfig, values))
+    settings = check_settings(dict(config_values(args, ModelConfig, values),
+                                   **config_values(args, TrainingConfig, values)),
+                              "command line")
     if app.train_with_validation_set(args):
         settings["early_stop"] = False
     from delft.sequenceLabelling.model_dir import DEFAULT_MODELS_DIR
 
     models_dir = args.output or DEFAULT_MODELS_DIR
-    model_name = app.model_name(args)
+    model_name = check_name(app.model_name(args), "the model name")
     load_dir, load_name = models_dir, model_name
     if args.input_model:  # the directory holding the model folder, or that folder itself
         load_dir = args.input_model
@@ -244,9 +246,8 @@ def _fit(app, run, evaluate):
     common.check_enough_sequences(action, sets, folds, with_validation)
     strategy = _strategy(run, model.model_config.architecture)
     report = _report(strategy)
-    seed = devices.common_seed(strategy, run.seed)  # the same splits on every worker
-    if model.training_config.seed is None:
-        model.training_config.seed = seed
+    seed = _training_seed(run, model, strategy)
+    model.training_config.seed = seed
     train_set, valid, test = sets.train, sets.valid, sets.test
     if evaluate and test is None:
         train_set, test = common.split(*train_set, 0.1, seed)
@@ -274,6 +275,28 @@ def _fit(app, run, evaluate):
     if evaluate:
         report(model.eval(*test, multi_gpu=args.multi_gpu))
     model.save(run.models_dir)
+
+
+def _training_seed(run, model, strategy):
+    """The seed of the splits and the training: ``--seed``; else the one of the training being
+    resumed from its checkpoint (its splits: never train on what it validated or evaluated on);
+    else one drawn now (shared by every worker), logged so that the run can be made again."""
+    import secrets
+
+    from delft.sequenceLabelling.checkpoints import checkpoint_dir, saved_seed
+    from delft.sequenceLabelling.config import SEED_LIMIT
+    from delft.utilities import devices
+
+    seed = run.seed
+    if seed is None and model.training_config.resume:
+        seed = saved_seed(checkpoint_dir(run.models_dir, run.model_name))
+        if seed is not None:
+            logger.info("resuming a training of seed %d: its splits and data order", seed)
+    seed = devices.common_seed(strategy, seed)
+    if seed is None:
+        seed = secrets.randbelow(SEED_LIMIT + 1)
+        logger.info("no --seed given: seed %d (--seed %d makes this run again)", seed, seed)
+    return seed
 
 
 def _evaluate_file(model, sets, multi_gpu):

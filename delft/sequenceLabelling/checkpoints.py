@@ -141,6 +141,19 @@ def claimed(directory, strategy):
             claim.release()
 
 
+def saved_seed(directory):
+    """The seed of the training whose latest checkpoint is in ``directory`` (None without one):
+    a run resumed without ``--seed`` takes it, and with it the same data splits."""
+    try:
+        latest = tf.train.latest_checkpoint(directory) if os.path.isdir(directory) else None
+        if latest is None:
+            return None
+        return json.loads(tf.train.load_checkpoint(latest).get_tensor(PROGRESS_KEY))[
+            "identity"].get("seed")
+    except (tf.errors.OpError, ValueError, KeyError, TypeError):
+        return None  # restoring it will say what is wrong with it
+
+
 def remove_checkpoints(directory):
     """Remove ``directory`` once its model is saved, unless a training running now claims it."""
     if not os.path.isdir(directory):

@@ -8,6 +8,7 @@ Each field carries its help, its command-line flag and its allowed range, as Hug
 import argparse
 import dataclasses
 import json
+import math
 import typing
 from dataclasses import dataclass, field
 from typing import List, Optional
@@ -17,13 +18,16 @@ from delft.utilities.Utilities import parse_number_ranges, t_or_f
 from delft.utilities.errors import ConfigurationError
 
 COMPUTE_DTYPES = ("float32", "mixed_bfloat16", "mixed_float16")
+SEED_LIMIT = 2 ** 32 - 1  # the seeds numpy, scikit-learn and Keras all take
 LR_SCHEDULES = ("plateau", "exponential")
 
 
-def option(default, help, flag=None, minimum=None, maximum=None, choices=None, cli=True):
-    """A config field with its help, its flag (default ``--field-name``), range and choices."""
+def option(default, help, flag=None, minimum=None, maximum=None, choices=None, cli=True,
+           name=False):
+    """A config field with its help, its flag (default ``--field-name``), range and choices;
+    ``name``: the value names a folder (one path component: no separator, not ``..``)."""
     metadata = {"help": help, "flag": flag, "min": minimum, "max": maximum, "choices": choices,
-                "cli": cli}
+                "cli": cli, "name": name}
     if isinstance(default, list):
         return field(default_factory=lambda: list(default), metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -33,7 +37,8 @@ def option(default, help, flag=None, minimum=None, maximum=None, choices=None, c
 class ModelConfig:
     """Everything needed to rebuild a trained model; written to ``config.json`` beside its weights."""
 
-    model_name: str = option("model", "the model's name, the folder it is saved in", cli=False)
+    model_name: str = option("model", "the model's name, the folder it is saved in", cli=False,
+                             name=True)
     architecture: str = option(
         "BidLSTM_CRF", "architecture: BidLSTM_CRF, BidLSTM_CRF_FEATURES, BidLSTM_ChainCRF(_FEATURES), "
                        "BidLSTM, BERT_CRF, BERT_CRF_FEATURES, BERT_CRF_CHAR(_FEATURES), BERT...")
@@ -66,7 +71,8 @@ class ModelConfig:
                   "(benchmarks/features.py compares them)", choices=["concat", "lstm"])
     features_lstm_units: int = option(4, "units of the lstm features encoder", minimum=1)
     transformer_name: Optional[str] = option(
-        None, "local Hugging Face checkpoint directory (or registered name)", flag="--transformer")
+        None, "Hugging Face checkpoint: a local directory, a name of the hub (org/name, from "
+              "its cache offline) or a registered name", flag="--transformer")
     window_stride: Optional[int] = option(
         None, "overlap long texts in windows of the max length, this stride apart", minimum=1)
     compute_dtype: Optional[str] = option(
@@ -94,10 +100,9 @@ class ModelConfig:
     @classmethod
     def load(cls, path):
         """Read ``config.json``; unknown keys are ignored, known ones checked (one-line errors)."""
-        with open(path, encoding="utf-8") as stream:
-            values = json.load(stream)
-        if not isinstance(values, dict):
-            raise ValueError("not a JSON object")
+        from delft.utilities.json_files import read_json_object
+
+        values = read_json_object(path, error=ConfigurationError)
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in values.items() if k in known}).validated(path)
 
@@ -133,7 +138,8 @@ class TrainingConfig:
                            minimum=1)
     fold_number: int = option(1, "train this many models on folds (n-fold)", flag="--fold-count",
                               minimum=1)
-    seed: Optional[int] = option(None, "random seed (data order, splits, initial weights)")
+    seed: Optional[int] = option(None, "random seed (data order, splits, initial weights)",
+                                 minimum=0, maximum=SEED_LIMIT)
     resume: bool = option(
         True, "resume an interrupted training from its last checkpoint (<output>/<model>"
               ".checkpoints/); --no-resume starts afresh")
@@ -203,8 +209,9 @@ def _base_type(annotation):
 
 
 def check_fields(config, source):
-    """Raise a one-line :class:`ConfigurationError` naming the first field of the wrong type or
-    out of its range; returns ``config``.
+    """Raise a one-line :class:`ConfigurationError` naming the first field of the wrong type, out
+    of its range, not a finite number, or a name that is not one path component; returns
+    ``config``.
 
     >>> check_fields(ModelConfig(word_lstm_units=-5), "config.json")
     Traceback (most recent call last):
@@ -213,27 +220,69 @@ def check_fields(config, source):
     """
     hints = _field_types(type(config))
     for f in dataclasses.fields(config):
-        value = getattr(config, f.name)
-        if value is None and f.default is None:
-            continue
-        expected = _base_type(hints[f.name])
-        meta = f.metadata
-        if expected is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-            setattr(config, f.name, value)
-        if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
-            raise ConfigurationError(f"{source}: {f.name} must be {expected.__name__}, not "
-                                     f"{value!r}")
-        if expected is list and not all(isinstance(v, int) and v >= 0 for v in value):
-            raise ConfigurationError(f"{source}: {f.name} must be a list of indices, not {value!r}")
-        if meta.get("min") is not None and value < meta["min"]:
-            raise ConfigurationError(f"{source}: {f.name} must be >= {meta['min']}, not {value!r}")
-        if meta.get("max") is not None and value > meta["max"]:
-            raise ConfigurationError(f"{source}: {f.name} must be <= {meta['max']}, not {value!r}")
-        if meta.get("choices") and value not in meta["choices"]:
-            raise ConfigurationError(f"{source}: {f.name} must be one of "
-                                     f"{', '.join(meta['choices'])}, not {value!r}")
+        setattr(config, f.name, checked_value(f, hints[f.name], getattr(config, f.name), source))
     return config
+
+
+def check_settings(settings, source):
+    """Check the values of ``settings`` (field name -> value, of either config) as
+    :func:`check_fields` does, without building a config: what a call or a command line passes
+    on its own (a tagging batch size). Returns the values, ints of float fields made floats."""
+    hints = dict(_field_types(ModelConfig), **_field_types(TrainingConfig))
+    fields = {f.name: f for cls in (ModelConfig, TrainingConfig) for f in dataclasses.fields(cls)}
+    split_settings(settings, source)  # an unknown name is one line
+    return {name: checked_value(fields[name], hints[name], value, source)
+            for name, value in settings.items()}
+
+
+def checked_value(f, hint, value, source):
+    """``value`` of the field ``f`` (annotation ``hint``) if it is valid, else a one-line
+    :class:`ConfigurationError` naming ``source`` and the field."""
+    if value is None and f.default is None:
+        return value
+    expected = _base_type(hint)
+    meta = f.metadata
+    if expected is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+        raise ConfigurationError(f"{source}: {f.name} must be {_kind(expected)}, not {value!r}")
+    if expected is float and not math.isfinite(value):
+        raise ConfigurationError(f"{source}: {f.name} must be a finite number, not {value!r}")
+    if expected is list and not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                                    for v in value):
+        raise ConfigurationError(f"{source}: {f.name} must be a list of indices, not {value!r}")
+    if meta.get("min") is not None and value < meta["min"]:
+        raise ConfigurationError(f"{source}: {f.name} must be >= {meta['min']}, not {value!r}")
+    if meta.get("max") is not None and value > meta["max"]:
+        raise ConfigurationError(f"{source}: {f.name} must be <= {meta['max']}, not {value!r}")
+    if meta.get("choices") and value not in meta["choices"]:
+        raise ConfigurationError(f"{source}: {f.name} must be one of "
+                                 f"{', '.join(meta['choices'])}, not {value!r}")
+    if meta.get("name"):
+        check_name(value, f"{source}: {f.name}")
+    return value
+
+
+def check_name(value, what):
+    """``value`` if it can name a folder inside another (one path component), else a one-line
+    :class:`ConfigurationError` naming ``what``.
+
+    >>> check_name("date-BidLSTM_CRF", "model name")
+    'date-BidLSTM_CRF'
+    >>> check_name("../escaped", "model name")
+    Traceback (most recent call last):
+    ...
+    delft.utilities.errors.ConfigurationError: model name must be one folder name (no /, \\, .. or NUL), not '../escaped'
+    """
+    if not value or value in (".", "..") or any(c in value for c in "/\\\0"):
+        raise ConfigurationError(f"{what} must be one folder name (no /, \\, .. or NUL), not "
+                                 f"{value!r}")
+    return value
+
+
+def _kind(expected):
+    return {int: "an integer", float: "a number", str: "a string", bool: "true or false",
+            list: "a list"}.get(expected, expected.__name__)
 
 
 def cli_fields(*config_classes):

@@ -116,6 +116,9 @@ def check_labelled(x, y, features=None, what="training"):
                             f"{_described(value)}")
     if len(x) != len(y):
         raise ValueError(f"{what} data has {len(x)} token sequences but {len(y)} label sequences")
+    if what == "training" and not any(len(labels) for labels in y):
+        raise ValueError("training data has no labelled token: nothing to learn from "
+                         f"({len(y)} sequences)")
     for index, (tokens, labels) in enumerate(zip(x, y)):
         if not _is_sequence(tokens) or not _is_sequence(labels):
             raise TypeError(f"{what} sequence {index} must be token and label lists, not "

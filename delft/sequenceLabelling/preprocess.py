@@ -20,12 +20,12 @@ from delft.sequenceLabelling.casing import CASING_INDEX, casing_class
 from delft.sequenceLabelling.feature_columns import (DEFAULT_FEATURES_VOCABULARY_SIZE,
                                                      FeatureColumnsError, distinct_values,
                                                      select_columns)
+from delft.sequenceLabelling.vocabularies import (  # noqa: F401 - imported from here too
+    PAD_INDEX, UNKNOWN_INDEX, LabelVocabulary, feature_map, id_map, positive_count)
 from delft.sequenceLabelling.windows import rows_from_windows
 
 logger = logging.getLogger(__name__)
 
-PAD_INDEX = 0
-UNKNOWN_INDEX = 1
 
 
 @dataclass
@@ -54,36 +54,6 @@ class EncodedCorpus:
     @property
     def num_rows(self):
         return len(self.row_sequence)
-
-
-class LabelVocabulary:
-    """Label names to ids and back; labels unseen in training map to 'O' at evaluation time."""
-
-    def __init__(self, labels=()):
-        self.labels = list(labels)
-        self._index_labels()
-
-    def _index_labels(self):
-        self.index = {label: i for i, label in enumerate(self.labels)}
-        self._names = np.asarray(self.labels, dtype=object)  # id -> label, one gather per row
-
-    def fit(self, label_sequences):
-        seen = set(self.labels)
-        new = sorted({label for seq in label_sequences for label in seq} - seen)
-        self.labels.extend(new)
-        self._index_labels()
-        return new
-
-    def encode(self, label_sequences):
-        outside = self.index.get("O", 0)
-        return [np.fromiter((self.index.get(label, outside) for label in seq), dtype=np.int32,
-                            count=len(seq)) for seq in label_sequences]
-
-    def decode(self, ids):
-        return self._names[np.asarray(ids, dtype=np.int64)].tolist()
-
-    def __len__(self):
-        return len(self.labels)
 
 
 def pad_rows(corpus: EncodedCorpus, rows: np.ndarray, per_sequence: Sequence[np.ndarray],
@@ -313,14 +283,29 @@ class Preprocessor:
                 "feature_index": self.feature_index, "labels": self.label_vocabulary.labels}
 
     def restore_vocabularies(self, values: dict):
-        """Set the shared vocabularies from a ``to_dict`` result."""
+        """Set the shared vocabularies from a ``to_dict`` result, each checked against itself (a
+        ``ValueError`` naming the field otherwise): a model folder is refused when it is
+        loaded, not when a call fails later inside TensorFlow."""
         if values.get("char_index"):
-            self.char_index = dict(values["char_index"])
-        self.feature_index = [dict(v) for v in values.get("feature_index", [])]
-        self.feature_widths = list(values.get("feature_widths", []))
-        self.features_vocabulary_size = values.get("features_vocabulary_size",
-                                                   DEFAULT_FEATURES_VOCABULARY_SIZE)
-        self.label_vocabulary = LabelVocabulary(values["labels"])
+            self.char_index = id_map(values["char_index"], "char_index", first=(
+                "<PAD>", "<UNK>"))
+        self.features_vocabulary_size = positive_count(values.get(
+            "features_vocabulary_size", DEFAULT_FEATURES_VOCABULARY_SIZE),
+            "features_vocabulary_size")
+        self.feature_index = [feature_map(v, column, self.features_vocabulary_size)
+                              for column, v in enumerate(values.get("feature_index", []))]
+        self.feature_widths = [positive_count(w, "feature_widths") for w in values.get("feature_widths", [])]
+        if self.feature_index and len(self.features_indices or []) != len(self.feature_index):
+            raise ValueError(f"features_indices names {len(self.features_indices or [])} columns, "
+                             f"feature_index maps {len(self.feature_index)}")
+        labels = values["labels"]
+        if not isinstance(labels, list) or not labels or \
+                not all(isinstance(label, str) for label in labels):
+            raise ValueError(f"labels must be a non-empty list of strings, not {labels!r:.80}")
+        twice = sorted({label for label in labels if labels.count(label) > 1})
+        if twice:
+            raise ValueError(f"labels: {twice[0]!r} appears more than once")
+        self.label_vocabulary = LabelVocabulary(labels)
         return self
 
     @classmethod
@@ -452,8 +437,8 @@ class WordPreprocessor(Preprocessor):
 
     @classmethod
     def from_dict(cls, values):
-        p = cls(values["max_char_length"], values.get("features_indices"),
-                uses_casing=bool(values.get("uses_casing")),
+        p = cls(positive_count(values["max_char_length"], "max_char_length"),
+                values.get("features_indices"), uses_casing=bool(values.get("uses_casing")),
                 reads_padding=bool(values.get("reads_padding")),
                 reads_char_padding=bool(values.get("reads_char_padding")))
         return p.restore_vocabularies(values)

@@ -17,15 +17,15 @@ import numpy as np
 
 from delft.sequenceLabelling import evaluation, inputs, output
 from delft.sequenceLabelling.batching import delft_read_widths
-from delft.sequenceLabelling.config import (ModelConfig, TrainingConfig, field_default,
-                                            split_settings)
+from delft.sequenceLabelling.config import (ModelConfig, TrainingConfig, check_settings,
+                                            field_default, split_settings)
 from delft.sequenceLabelling.model_dir import (CONFIG_FILE, CURVE_FILE,  # noqa: F401
                                                DEFAULT_MODELS_DIR, HISTORY_FILE,
                                                PREPROCESSOR_FILE, WEIGHTS_FILE, folder_identity,
                                                read_folder, set_folder_weights)
 from delft.sequenceLabelling import models
 from delft.utilities import atomic, devices, verbosity
-from delft.utilities.errors import ConfigurationError, DataFormatError, DelftError, ModelLoadError
+from delft.utilities.errors import ConfigurationError, DataFormatError, ModelLoadError
 from delft.utilities.Tokenizer import tokenize_with_offsets
 from delft.utilities.tracking import started_trackers
 
@@ -184,19 +184,13 @@ class Sequence:
             return
         if self.uses_transformer:
             raise ConfigurationError("static word embeddings go with the RNN family only")
-        from delft.utilities.Embeddings import open_embeddings
+        from delft.utilities.Embeddings import open_embeddings, open_model_embeddings
 
-        try:
+        if loading_from is None:
             embeddings = open_embeddings(name)
-        except DelftError as error:
-            if loading_from is None:
-                raise
-            raise ModelLoadError(f"{loading_from}: the model's word embeddings {name!r} cannot "
-                                 f"be opened ({error})") from None
-        size = self.model_config.word_embedding_size
-        if loading_from is not None and embeddings.embed_size != size:
-            raise ModelLoadError(f"{loading_from}: the model was trained on {size}-wide vectors, "
-                                 f"the embeddings {name!r} have {embeddings.embed_size}")
+        else:
+            embeddings = open_model_embeddings(name, loading_from,
+                                               self.model_config.word_embedding_size)
         self.model_config.word_embedding_size = embeddings.embed_size
         self.p.embeddings = embeddings
         logger.info("word embeddings %s: %d words of %d values", name, embeddings.vocab_size,
@@ -320,6 +314,9 @@ class Sequence:
                window_stride=None) -> output.Tagged:
         """``texts`` (token lists, or raw strings split by DeLFT's ``tokenizeAndFilter``) with
         their labels and confidences, what every output format is written from."""
+        check_settings({name: value for name, value in (("batch_size", batch_size),
+                                                        ("window_stride", window_stride))
+                        if value is not None}, "tag")
         raw = inputs.check_texts(texts)
         if raw:
             tokenised = [tokenize_with_offsets(text) for text in texts]

@@ -24,7 +24,6 @@ vector. Digits are replaced by ``0`` by the *caller* in DeLFT (``to_vector_singl
 :meth:`Embeddings.get_word_vectors` applies :func:`normalize_num` by default, as DeLFT's model
 input and GROBID's Java ``WordEmbeddings`` do.
 """
-import json
 import logging
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
@@ -34,7 +33,8 @@ import numpy as np
 
 from delft.utilities import embedding_cache
 from delft.utilities.embedding_sources import is_binary_format, read_all
-from delft.utilities.errors import ConfigurationError, DataFormatError
+from delft.utilities.errors import ConfigurationError, DataFormatError, DelftError, ModelLoadError
+from delft.utilities.json_files import read_json_object
 
 logger = logging.getLogger(__name__)
 
@@ -77,22 +77,16 @@ def load_resource_registry(path: Optional[Union[str, os.PathLike]] = None) -> Re
         The registry as a dict.
 
     Raises:
-        ConfigurationError: the file does not exist.
-        DataFormatError: the file is not valid JSON (names the file and line).
+        ConfigurationError: the file does not exist, or is not a JSON object (naming the file
+            and the line).
     """
     from_env = path is None and bool(os.environ.get(REGISTRY_ENV))
     path = os.fspath(path) if path is not None else os.environ.get(REGISTRY_ENV) or DEFAULT_REGISTRY
     try:
-        with open(path, encoding="utf-8") as stream:
-            registry = json.load(stream)
+        return read_json_object(path, error=ConfigurationError)
     except FileNotFoundError:
         origin = f" (named by {REGISTRY_ENV})" if from_env else ""
         raise ConfigurationError(f"resource registry {path}{origin} not found") from None
-    except json.JSONDecodeError as error:
-        raise DataFormatError(path, error.lineno, f"invalid JSON ({error.msg})") from None
-    if not isinstance(registry, dict):
-        raise DataFormatError(path, None, "a resource registry is a JSON object")
-    return registry
 
 
 class Embeddings:
@@ -382,3 +376,29 @@ def open_embeddings(name: str, resource_registry=None) -> Embeddings:
     cache_name = f"{stem}-{hashlib.sha1(path.encode('utf-8')).hexdigest()[:8]}"
     registry["embeddings"] = [{"name": cache_name, "path": path, "type": "static"}]
     return Embeddings(cache_name, resource_registry=registry)
+
+
+def open_model_embeddings(name: str, folder: str, size: int) -> Embeddings:
+    """The embeddings ``name`` a model folder's config.json names, for the model of ``folder``
+    trained on ``size``-wide vectors; anything that cannot serve it is one
+    :class:`~delft.utilities.errors.ModelLoadError` naming the folder.
+
+    A file path is opened only when it is a vectors file (:func:`vectors_file_problem`): a model
+    folder does not make a command parse, or cache, whatever file it names.
+    """
+    from delft.utilities.embedding_sources import vectors_file_problem
+
+    if os.sep in name or os.path.isfile(name):
+        problem = vectors_file_problem(name) if os.path.isfile(name) else "no such file"
+        if problem:
+            raise ModelLoadError(f"{folder}: config.json names {name!r} as its word embeddings, "
+                                 f"which is not a vectors file ({problem})")
+    try:
+        embeddings = open_embeddings(name)
+    except DelftError as error:
+        raise ModelLoadError(f"{folder}: the model's word embeddings {name!r} cannot be opened "
+                             f"({error})") from None
+    if embeddings.embed_size != size:
+        raise ModelLoadError(f"{folder}: the model was trained on {size}-wide vectors, the "
+                             f"embeddings {name!r} have {embeddings.embed_size}")
+    return embeddings

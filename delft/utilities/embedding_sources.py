@@ -46,6 +46,43 @@ def is_binary_format(path: str, fmt: Optional[str]) -> bool:
     return name.endswith(".bin")
 
 
+VECTOR_EXTENSIONS = (".vec", ".txt", ".bin")
+
+
+def vectors_file_problem(path: str) -> Optional[str]:
+    """Why ``path`` is not a word-vectors file (None when it is one): its name must end in
+    ``.vec``, ``.txt`` or ``.bin`` (possibly inside ``.gz``/``.zip``) and its first line be a
+    ``count dim`` header or a word and its values. Checked before a path read from a model
+    folder is opened as vectors, so that a folder cannot make a command parse any file.
+
+    >>> vectors_file_problem("/etc/passwd")
+    'its name does not end in .vec, .txt or .bin (possibly .gz or .zip)'
+    """
+    name = path[:-3] if path.endswith(".gz") else path[:-4] if path.endswith(".zip") else path
+    if not name.endswith(VECTOR_EXTENSIONS):
+        return "its name does not end in .vec, .txt or .bin (possibly .gz or .zip)"
+    try:
+        stream, raw = _open(path)
+    except DataFormatError as error:
+        return str(error)
+    try:
+        first = stream.readline(1 << 16)
+    except (OSError, EOFError, zlib.error) as error:
+        return f"cannot be read ({error})"
+    finally:
+        stream.close()
+        raw.close()
+    fields = first.split()
+    if _header(fields) is not None:
+        return None
+    if is_binary_format(path, None):
+        return "a word2vec binary file starts with a 'count dim' line"
+    values = [field.decode("utf-8", "replace") for field in fields[1:]]
+    if len(values) >= 2 and all(_is_float(value) for value in values):
+        return None
+    return "its first line is neither a 'count dim' header nor a word and its values"
+
+
 class _Progress:
     """Bytes of the underlying (possibly compressed) file consumed, for progress reports."""
 

@@ -8,7 +8,6 @@ what :func:`assign_weights` sets on the model built from that config). Files are
 beside the folder (``grobid-home`` may be read-only). What a reader cannot serve is a one-line
 :class:`ModelLoadError` naming the folder and the reason.
 """
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Dict, List, Tuple
@@ -18,9 +17,7 @@ import numpy as np
 from delft.sequenceLabelling.config import ModelConfig
 from delft.sequenceLabelling.model_dir import DELFT0
 from delft.utilities.errors import ModelLoadError
-
-# a config.json or preprocessor.json is a few KB (GROBID's largest preprocessor.json: 50 KB)
-LARGEST_JSON = 64 * 1024 * 1024
+from delft.utilities.json_files import read_json_object
 
 # a weight as read: where it comes from in the folder (for messages), and its value
 SourceWeight = Tuple[str, np.ndarray]
@@ -61,20 +58,10 @@ def read_json(path):
     """A folder's JSON file as a dict; missing, too large, too deep or not an object is a one-line
     :class:`ModelLoadError`."""
     try:
-        if os.path.getsize(path) > LARGEST_JSON:
-            raise ModelLoadError(f"{path}: over {LARGEST_JSON // 2 ** 20} MB, not a model file")
-        with open(path, encoding="utf-8") as stream:
-            values = json.load(stream)
+        return read_json_object(path)
     except FileNotFoundError:
         raise ModelLoadError(f"{os.path.dirname(path)}: incomplete model directory, "
                              f"{os.path.basename(path)} is missing") from None
-    except (ValueError, RecursionError) as error:  # UnicodeDecodeError is a ValueError
-        raise ModelLoadError(f"{path}: corrupt ({type(error).__name__}: "
-                             f"{str(error).splitlines()[0] if str(error) else 'nested too deep'})"
-                             ) from None
-    if not isinstance(values, dict):
-        raise ModelLoadError(f"{path}: corrupt (not a JSON object)")
-    return values
 
 
 def vocabulary_list(vocabulary, where):

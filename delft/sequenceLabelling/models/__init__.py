@@ -1,12 +1,12 @@
 """Architectures by the names DeLFT users know, what each is made of, and the one function that
 builds them."""
-import json
 from dataclasses import dataclass
 
 from delft.sequenceLabelling.preprocess import WordPreprocessor
 from delft.sequenceLabelling.transformers.checkpoint import check_checkpoint, resolve_transformer
 from delft.sequenceLabelling.transformers.preprocess import TransformerPreprocessor
 from delft.utilities.errors import ConfigurationError, ModelLoadError
+from delft.utilities.json_files import read_json_object
 
 
 @dataclass(frozen=True)
@@ -114,8 +114,7 @@ def new_preprocessor(model_config):
 def load_preprocessor(path):
     """Load ``preprocessor.json`` whatever the model family that wrote it."""
     try:
-        with open(path, encoding="utf-8") as stream:
-            values = json.load(stream)
+        values = read_json_object(path)
         return PREPROCESSORS[values.get("kind", WordPreprocessor.kind)].from_dict(values)
     except FileNotFoundError:
         raise ModelLoadError(f"{path}: missing preprocessor file") from None
