@@ -143,6 +143,8 @@ def refused(files):
                                   d / "models", "--file-out", d / "models"], {}),
         "replicas_not_a_number": ([*tag, "--input", d / "tag.crf", "--multi-gpu"],
                                   {"replicas": "abc"}),
+        "replicas_too_many": ([*tag, "--input", d / "tag.crf", "--multi-gpu"],
+                              {"replicas": "1000"}),
     }
     return run_all(commands, workers=4)
 
@@ -157,7 +159,7 @@ EXPECTED_ERRORS = {
     "two_for_train_eval": "2 training sequences: train_eval needs at least 3 (10% held out to "
                           "evaluate, 10% of the rest to validate, one to train on)",
     "fewer_than_folds": "3 training sequences: train needs at least 5 (one per fold)",
-    "config_type": f"{{d}}/abc/{MODEL_NAME}/config.json: word_lstm_units must be int, not 'abc'",
+    "config_type": f"{{d}}/abc/{MODEL_NAME}/config.json: word_lstm_units must be an integer, not 'abc'",
     "config_range": f"{{d}}/neg/{MODEL_NAME}/config.json: word_lstm_units must be >= 1, not -5",
     "architecture_mismatch": f"{{d}}/bidlstm/{MODEL_NAME}/model.weights.h5: these weights are "
                              "not those of the model config.json describes (the file has layer "
@@ -169,6 +171,7 @@ EXPECTED_ERRORS = {
     "file_out_in_a_file": "--file-out: {d}/afile: is a file, where a folder is expected",
     "file_out_is_a_folder": "--file-out: {d}/models: is a folder, where an output file",
     "replicas_not_a_number": "DELFT_CPU_REPLICAS must be a number of replicas, not 'abc'",
+    "replicas_too_many": "DELFT_CPU_REPLICAS must be from 0 to 64, not 1000",
 }
 
 

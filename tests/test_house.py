@@ -93,7 +93,7 @@ def test_config_file_of_the_wrong_type_or_range_is_one_line(tmp_path):
     from delft.sequenceLabelling.config import ModelConfig
     from delft.utilities.errors import ConfigurationError
 
-    for field, value, expected in (("word_lstm_units", "abc", "must be int"),
+    for field, value, expected in (("word_lstm_units", "abc", "must be an integer"),
                                    ("word_lstm_units", -5, "must be >= 1"),
                                    ("dropout", 2.0, "must be <= 0.99"),
                                    ("features_indices", [1, "a"], "must be a list of indices"),

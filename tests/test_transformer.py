@@ -253,6 +253,10 @@ def test_save_then_load_without_the_checkpoint(tmp_path, model_type):
     model.save(str(tmp_path / "models"))
     shutil.rmtree(checkpoint)
     saved = tmp_path / "models" / "tiny"
+    for name in ("config.json", "preprocessor.json"):  # a label only: the folder's files are read
+        values = json.loads((saved / name).read_text())
+        assert values["transformer_name"] == checkpoint
+        (saved / name).write_text(json.dumps(dict(values, transformer_name="/etc")))
     assert (saved / "transformer" / "config.json").is_file()
     assert json.loads((saved / "preprocessor.json").read_text())["kind"] == "transformer"
     assert isinstance(load_preprocessor(str(saved / "preprocessor.json")), TransformerPreprocessor)

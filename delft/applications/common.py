@@ -17,7 +17,7 @@ from typing import Optional
 
 from delft.sequenceLabelling.output import FORMATS
 from delft.utilities import atomic
-from delft.utilities.errors import ConfigurationError, DataFormatError, DelftError
+from delft.utilities.errors import ConfigurationError, DataFormatError, DelftError, is_disk_full
 from delft.utilities.native_logs import NativeStderrFilter
 
 VERBOSE_FLAG = "--verbose"
@@ -257,6 +257,12 @@ def _run(main, argv):
         return main(argv)
     except (DelftError, FileNotFoundError, IsADirectoryError, PermissionError) as error:
         print(f"error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        if not is_disk_full(error):
+            raise
+        # a write no stage turned into a DiskFullError of its own
+        print(f"error: {error.filename or 'a write'}: no space left on the device", file=sys.stderr)
         return 2
 
 

@@ -44,6 +44,7 @@ import fcntl
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import socket
@@ -55,7 +56,7 @@ import keras
 import tensorflow as tf
 
 from delft.utilities import atomic, devices
-from delft.utilities.errors import ConfigurationError
+from delft.utilities.errors import ConfigurationError, disk_full, is_disk_full
 
 logger = logging.getLogger(__name__)
 
@@ -150,7 +151,7 @@ def saved_seed(directory):
             return None
         return json.loads(tf.train.load_checkpoint(latest).get_tensor(PROGRESS_KEY))[
             "identity"].get("seed")
-    except (tf.errors.OpError, ValueError, KeyError, TypeError):
+    except (tf.errors.OpError, ValueError, KeyError, TypeError, IndexError):
         return None  # restoring it will say what is wrong with it
 
 
@@ -312,9 +313,8 @@ class EpochCheckpoints:
             # count) is restored when the handler attaches it
             self.checkpoint.read(latest).assert_existing_objects_matched().expect_partial()
         except (AssertionError, ValueError, tf.errors.OpError) as error:
-            first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
-            raise ConfigurationError(f"{latest}: a checkpoint of another model ({first_line}); "
-                                     "--no-resume starts afresh") from None
+            raise ConfigurationError(f"{latest}: a checkpoint of another model "
+                                     f"({_op_message(error)}); --no-resume starts afresh") from None
         progress = self.progress
         progress.deserialize(self.progress_text.numpy().decode())
         state = progress.early_stopping
@@ -335,11 +335,18 @@ class EpochCheckpoints:
     def _check_same_training(self, latest):
         """Refuse, before anything is restored, a checkpoint whose data order is another's."""
         try:
-            saved = json.loads(tf.train.load_checkpoint(latest).get_tensor(PROGRESS_KEY))
-        except (tf.errors.OpError, ValueError) as error:
-            raise ConfigurationError(f"{latest}: not a checkpoint of delft's training "
-                                     f"({str(error).strip().splitlines()[0]}); --no-resume starts "
-                                     "afresh") from None
+            reader = tf.train.load_checkpoint(latest)
+            saved = json.loads(reader.get_tensor(PROGRESS_KEY))
+        except (tf.errors.OpError, ValueError, IndexError) as error:
+            raise ConfigurationError(f"{latest}: not a checkpoint of delft's training, or damaged "
+                                     f"({_op_message(error)}); --no-resume starts afresh") from None
+        try:  # every value readable: a damaged file is said before anything is restored
+            for name in reader.get_variable_to_shape_map():
+                reader.get_tensor(name)
+        except (tf.errors.OpError, IndexError) as error:  # IndexError: "Read less bytes"
+            raise ConfigurationError(
+                f"{latest}: damaged ({_op_message(error)}: its files were cut short, by a full "
+                "disk or a kill while they were written); --no-resume starts afresh") from None
         identity = self.progress.identity
         if saved["identity"] != identity:
             differences = ", ".join(f"{key} {saved['identity'].get(key)} there, {value} here"
@@ -372,24 +379,53 @@ class EpochCheckpoints:
                                                or self._best_written != state.best_epoch):
             stale.append(f"best-{self._best_written}")
             self._best_written = None
-        if state.best_epoch and not best_is_current and self._best_written is None:
-            self._write_best(state)
         if self._compiled_write is None:
             self._compiled_write = tf.function(self._write).get_concrete_function(
                 tf.TensorSpec([], tf.string), tf.TensorSpec([], tf.string))
-        self._latest = f"ckpt-{int(self._latest.rsplit('-', 1)[1]) + 1 if self._latest else 1}"
-        self._compiled_write(tf.constant(os.path.join(self.directory, self._latest)),
-                             tf.constant(progress.serialize()))
-        # TensorFlow's state file, replaced in one rename: a kill leaves it naming a complete
-        # checkpoint (relative: the folder may move); not synced, as TF syncs no checkpoint file
-        with atomic.replaced_file(os.path.join(self.directory, "checkpoint"),
-                                  durable=False) as state_file:
-            state_file.write(f'model_checkpoint_path: "{self._latest}"\n'
-                             f'all_model_checkpoint_paths: "{self._latest}"\n')
-        stale_files = tuple(name + "." for name in stale)  # ckpt-3.index, ckpt-3.data-...
+        latest = f"ckpt-{int(self._latest.rsplit('-', 1)[1]) + 1 if self._latest else 1}"
+        with self._whole_or_nothing(latest):
+            if state.best_epoch and not best_is_current and self._best_written is None:
+                self._write_best(state)
+            self._compiled_write(tf.constant(os.path.join(self.directory, latest)),
+                                 tf.constant(progress.serialize()))
+            # TensorFlow's state file, replaced in one rename: a kill leaves it naming a complete
+            # checkpoint (relative: the folder may move); not synced, as TF syncs no checkpoint
+            with atomic.replaced_file(os.path.join(self.directory, "checkpoint"),
+                                      durable=False) as state_file:
+                state_file.write(f'model_checkpoint_path: "{latest}"\n'
+                                 f'all_model_checkpoint_paths: "{latest}"\n')
+        self._latest = latest
+        self._remove_files_of(stale)
+
+    @contextlib.contextmanager
+    def _whole_or_nothing(self, latest):
+        """Run a save; if it fails (a full disk), remove what it wrote and say in one line which
+        checkpoint the folder still holds, complete."""
+        best_written = self._best_written
+        try:
+            yield
+        except (tf.errors.OpError, OSError) as error:
+            self._remove_files_of([latest] + ([f"best-{self._best_written}"]
+                                              if self._best_written != best_written else []))
+            self._best_written = best_written
+            kept = (f"{self._latest}, the last complete checkpoint, is kept: the same command "
+                    "resumes from it" if self._latest else "no checkpoint was complete yet")
+            if is_disk_full(error):
+                raise disk_full(os.path.join(self.directory, latest), kept) from None
+            raise ConfigurationError(f"{os.path.join(self.directory, latest)}: cannot be written "
+                                     f"({_op_message(error)}); {kept}") from None
+
+    def _remove_files_of(self, checkpoints):
+        """Remove the files of ``checkpoints`` (``ckpt-3.index``, ``ckpt-3.data-...``) and of
+        their writes cut short (``ckpt-3_temp/``)."""
+        prefixes = tuple(name + "." for name in checkpoints)
+        folders = {name + "_temp" for name in checkpoints}
         for file_name in os.listdir(self.directory):
-            if file_name.startswith(stale_files):
-                os.unlink(os.path.join(self.directory, file_name))
+            path = os.path.join(self.directory, file_name)
+            if file_name in folders:
+                shutil.rmtree(path, ignore_errors=True)
+            elif file_name.startswith(prefixes):
+                os.unlink(path)
 
     def _write(self, prefix, progress_text):
         self.progress_text.assign(progress_text)
@@ -443,6 +479,13 @@ class EpochCheckpoints:
                        "command resumes from it", self.directory, progress.steps_done, progress.next_epoch)
         logging.shutdown()
         sys.exit(PREEMPTED_EXIT_CODE)
+
+
+def _op_message(error):
+    """The first line of a TensorFlow error, without its ``{{function_node ...}}`` and ``[Op:...]``
+    decorations."""
+    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return re.sub(r"\{\{[^}]*\}\}\s*|\s*\[Op:\w+\]", "", text).strip()
 
 
 def _tensorflow_variable(variable):

@@ -10,8 +10,12 @@ is a symbolic link to a folder is followed: the folder it points to is replaced,
 
 Output files are written to a hidden temporary file in their destination folder and renamed over
 the destination when complete (``os.replace``): a failure leaves an existing file untouched and
-nothing partial. Output for stdout goes to a temporary file first and is copied to stdout once
-complete.
+nothing partial. The temporary file's name holds its writer's host and process id: the next write
+of the same file removes those of killed writers. Output for stdout goes to a temporary file first
+and is copied to stdout once complete.
+
+A write that finds the disk (or quota) full removes what it had written and raises
+:class:`~delft.utilities.errors.DiskFullError`, one line saying what was kept.
 
 Where the file system cannot exchange two folders (``EINVAL``: NFS, FUSE; ``ENOSYS``: not Linux),
 the old folder is moved aside and the new one moved in: two renames microseconds apart, logged
@@ -25,10 +29,11 @@ import logging
 import os
 import re
 import shutil
+import socket
 import sys
 import tempfile
 
-from delft.utilities.errors import ConfigurationError
+from delft.utilities.errors import ConfigurationError, disk_full, is_disk_full
 
 logger = logging.getLogger(__name__)
 
@@ -234,8 +239,11 @@ def replaced_directory(path):
             yield staging
             _sync_tree(staging)
             _install(staging, target)
-        except BaseException:
+        except BaseException as error:
             shutil.rmtree(staging, ignore_errors=True)
+            if is_disk_full(error):
+                kept = "it keeps what it held" if os.path.lexists(target) else "nothing written"
+                raise disk_full(target, kept) from None
             raise
 
 
@@ -258,7 +266,8 @@ def replaced_file(path, encoding="utf-8", durable=True):
         return
     target = os.path.realpath(path)
     folder, name = os.path.split(target)
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
+    descriptor, temporary = tempfile.mkstemp(prefix=_temporary_prefix(name), suffix=".tmp",
+                                             dir=folder)
     try:
         with os.fdopen(descriptor, "w", encoding=encoding) as stream:
             yield stream
@@ -268,7 +277,45 @@ def replaced_file(path, encoding="utf-8", durable=True):
         mode = os.stat(target).st_mode & 0o7777 if os.path.exists(target) else _file_mode()
         os.chmod(temporary, mode)
         os.replace(temporary, target)
-    except BaseException:
+    except BaseException as error:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
+        if is_disk_full(error):
+            kept = "it keeps what it held" if os.path.exists(target) else "nothing written"
+            raise disk_full(target, kept) from None
         raise
+    remove_dead_temporaries(folder, name)
+
+
+def _temporary_prefix(name):
+    """``.<name>.<host>-<pid>.``: whose temporary file it is, so that the next write removes the
+    ones of killed processes and never another live writer's."""
+    return f".{name}.{socket.gethostname()}-{os.getpid()}."
+
+
+def remove_dead_temporaries(folder, name):
+    """Remove the temporary files of writes of ``name`` by processes of this host that are gone
+    (a kill leaves them); returns their names."""
+    pattern = re.compile(rf"^\.{re.escape(name)}\.{re.escape(socket.gethostname())}-(\d+)\."
+                         r"[a-z0-9_]{8}\.tmp$")
+    removed = []
+    for entry in os.listdir(folder):
+        match = pattern.match(entry)
+        if match and not _process_alive(int(match.group(1))):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(folder, entry))
+                removed.append(entry)
+    if removed:
+        logger.info("%s: removed %d temporary file(s) left by killed writes of %s", folder,
+                    len(removed), name)
+    return sorted(removed)
+
+
+def _process_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True

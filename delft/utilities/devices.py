@@ -27,6 +27,9 @@ DEFAULT_SLURM_PORT = 8888  # TF's SlurmClusterResolver default; task k of a node
 CROSS_DEVICE_OPS = ("nccl", "hierarchical_copy", "reduce_to_one", "ring")
 logger = logging.getLogger(__name__)
 
+# logical CPU devices are for testing the multi-replica path: a thousand of them made a small
+# tag call take minutes
+MOST_CPU_REPLICAS = 64
 _strategies = {}
 _meetings = itertools.count()  # wait_for_workers: every worker calls it in the same order
 
@@ -41,8 +44,9 @@ def requested_cpu_replicas() -> int:
     except ValueError:
         raise ConfigurationError(f"{CPU_REPLICAS_ENV} must be a number of replicas, "
                                  f"not {value!r}") from None
-    if replicas < 0:
-        raise ConfigurationError(f"{CPU_REPLICAS_ENV} must be >= 0, not {replicas}")
+    if not 0 <= replicas <= MOST_CPU_REPLICAS:
+        raise ConfigurationError(f"{CPU_REPLICAS_ENV} must be from 0 to {MOST_CPU_REPLICAS}, not "
+                                 f"{replicas}")
     return replicas
 
 

@@ -17,25 +17,33 @@ import threading
 
 TENSORFLOW_LINE = re.compile(r"^([IWEF]\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ \S+:\d+\]|"
                              r"WARNING: All log messages before absl::InitializeLog\(\))")
-# a TensorFlow line may go on on the next one
-CONTINUATION = "To enable the following instructions"
+# a TensorFlow line may go on on the next ones: the CPU features it was not built for, or an
+# op's context (a tab, then ``[[{{node SaveV2}}]]``), its hint and a blank line
+CONTINUATIONS = ("To enable the following instructions", "\t", "Hint: If you want to see")
 
 
 def is_tensorflow_line(line: str) -> bool:
     return bool(TENSORFLOW_LINE.match(line))
 
 
+def continues_tensorflow(line: str, in_tensorflow: bool) -> bool:
+    """Whether ``line`` is TensorFlow's, given whether the line before it was.
+
+    >>> tab = chr(9)
+    >>> continues_tensorflow(tab + " [[{{node SaveV2}}]]", True), continues_tensorflow(tab, False)
+    (True, False)
+    """
+    return is_tensorflow_line(line) or (in_tensorflow and (
+        not line.strip() or line.startswith(CONTINUATIONS)))
+
+
 def tensorflow_free(lines):
     """The non-empty ``lines`` that are not TensorFlow's own runtime logging."""
     kept, in_tensorflow = [], False
     for line in lines:
-        if not line.strip():
-            continue
-        if is_tensorflow_line(line) or (in_tensorflow and line.startswith(CONTINUATION)):
-            in_tensorflow = True
-            continue
-        in_tensorflow = False
-        kept.append(line)
+        in_tensorflow = continues_tensorflow(line, in_tensorflow)
+        if line.strip() and not in_tensorflow:
+            kept.append(line)
     return kept
 
 
@@ -80,8 +88,7 @@ class NativeStderrFilter:
                 *lines, pending = pending.split(b"\n")
                 for line in lines:
                     text = line.decode("utf-8", "replace")
-                    in_tensorflow = is_tensorflow_line(text) or (
-                        in_tensorflow and text.startswith(CONTINUATION))
+                    in_tensorflow = continues_tensorflow(text, in_tensorflow)
                     if not in_tensorflow:
                         os.write(self.original, line + b"\n")
                 if pending and not _may_start_tensorflow_line(pending):
@@ -95,4 +102,4 @@ def _may_start_tensorflow_line(data: bytes) -> bool:
     """Whether an unfinished line may still turn out to be TensorFlow's (held until its end)."""
     text = data.decode("utf-8", "replace")
     return any(prefix.startswith(text[:len(prefix)]) for prefix in
-               ("I0", "W0", "E0", "F0", "WARNING: All log messages", CONTINUATION))
+               ("I0", "W0", "E0", "F0", "WARNING: All log messages", *CONTINUATIONS))
