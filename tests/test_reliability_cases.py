@@ -187,3 +187,14 @@ def test_a_folder_naming_any_file_as_its_vectors_is_refused_and_writes_nothing(
     assert "config.json names '/etc/passwd' as its word embeddings, which is not a vectors file" \
         in message
     assert list(work.iterdir()) == []
+
+
+def test_a_folder_naming_a_transformer_path_for_word_weights_is_refused(trained_date, tmp_path):
+    """``architecture: BERT_CRF, transformer_name: "/etc"`` in a BidLSTM folder's config.json
+    was an AttributeError when tagging; /etc is never opened (an own transformer folder reads its
+    own ``transformer/``, tests/test_transformer.py)."""
+    folder = copy_of(trained_date, tmp_path, change_config=lambda c: c.update(
+        architecture="BERT_CRF", transformer_name="/etc"))
+    assert load_error(folder).endswith(
+        "preprocessor.json: a preprocessor of kind 'bilstm', where the architecture of "
+        "config.json, BERT_CRF, takes one of kind 'transformer'")

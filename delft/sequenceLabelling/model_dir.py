@@ -54,6 +54,11 @@ def read_folder(path):
         return kind, found.config, found.preprocessor, found
     config = read_model_config(path)
     preprocessor = models.load_preprocessor(os.path.join(path, PREPROCESSOR_FILE))
+    expected = models.new_preprocessor_class(config.architecture)
+    if not isinstance(preprocessor, expected):
+        raise ModelLoadError(f"{os.path.join(path, PREPROCESSOR_FILE)}: a preprocessor of kind "
+                             f"{preprocessor.kind!r}, where the architecture of {CONFIG_FILE}, "
+                             f"{config.architecture}, takes one of kind {expected.kind!r}")
     preprocessor.load_resources(path)
     return kind, config, preprocessor, None
 

@@ -96,6 +96,16 @@ def check_resources(model_config):
         check_checkpoint(resolve_transformer(model_config.transformer_name))
 
 
+def new_preprocessor_class(architecture_name):
+    """The class of the preprocessor that the architecture ``architecture_name`` takes.
+
+    >>> new_preprocessor_class("BERT_CRF").kind, new_preprocessor_class("BidLSTM_CRF").kind
+    ('transformer', 'bilstm')
+    """
+    return TransformerPreprocessor if architecture(architecture_name).uses_transformer \
+        else WordPreprocessor
+
+
 def new_preprocessor(model_config):
     """An empty preprocessor for ``model_config``'s architecture."""
     parts = architecture(model_config.architecture)
