@@ -35,7 +35,7 @@ DATE = shared_data_file("sequenceLabelling", "grobid", "date", "date-220311.trai
 def in_process(epochs, seed, repeats):
     from delft.applications.common import split
     from delft.sequenceLabelling import Sequence
-    from delft.sequenceLabelling.checkpoints import EpochCheckpoints
+    from delft.training.checkpoints import EpochCheckpoints
     from delft.sequenceLabelling.reader import load_data_and_labels_crf_file
 
     x, y, f = load_data_and_labels_crf_file(str(DATE))

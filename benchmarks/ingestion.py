@@ -40,7 +40,7 @@ def pipeline_rate(feeder, corpus, labels, batch_size, epochs):
 
 def step_rate(trainer, corpus, labels, epochs):
     """Rows per second of the compiled train step (one device), after its first (traced) epoch."""
-    from delft.sequenceLabelling.checkpoints import TrainingProgress, run_directly
+    from delft.training.checkpoints import TrainingProgress, run_directly
     from delft.sequenceLabelling.trainer import EarlyStopping
 
     progress = TrainingProgress(np.random.default_rng(0), EarlyStopping(), {})

@@ -268,7 +268,7 @@ def _fit(app, run, evaluate):
     if folds > 1:
         model.train_nfold(*train_set[:2], f_train=train_set[2], multi_gpu=args.multi_gpu)
     else:
-        from delft.sequenceLabelling.checkpoints import checkpoint_dir  # imports TensorFlow
+        from delft.training.checkpoints import checkpoint_dir  # imports TensorFlow
 
         model.train(*train_set, *valid, incremental=args.incremental, multi_gpu=args.multi_gpu,
                     checkpoint_dir=checkpoint_dir(run.models_dir, run.model_name))
@@ -283,7 +283,7 @@ def _training_seed(run, model, strategy):
     else one drawn now (shared by every worker), logged so that the run can be made again."""
     import secrets
 
-    from delft.sequenceLabelling.checkpoints import checkpoint_dir, saved_seed
+    from delft.training.checkpoints import checkpoint_dir, saved_seed
     from delft.sequenceLabelling.config import SEED_LIMIT
     from delft.utilities import devices
 

@@ -13,7 +13,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from delft.sequenceLabelling.batching import LENGTH_GROUPS, POOL_BATCHES
+from delft.training.batching import LENGTH_GROUPS, POOL_BATCHES
 from delft.utilities.Utilities import parse_number_ranges, t_or_f
 from delft.utilities.errors import ConfigurationError
 

@@ -11,9 +11,9 @@ from typing import List
 import numpy as np
 import tensorflow as tf
 
-from delft.sequenceLabelling.batching import (ReplicaFeeder, cell_budget_batches,
-                                              global_batch_size, length_bucketed_batches,
-                                              prefetched)
+from delft.sequenceLabelling.batching import cell_budget_batches
+from delft.training.batching import (ReplicaFeeder, global_batch_size, length_bucketed_batches,
+                                     prefetched)
 from delft.sequenceLabelling.windows import Stitcher
 # DeLFT's import path of the entity chunker (GROBID-side code reads it from here)
 from delft.sequenceLabelling.output import get_entities_with_offsets

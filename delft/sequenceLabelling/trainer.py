@@ -1,322 +1,54 @@
-"""Training: a distributed custom loop with early stopping on validation entity F1.
-
-One step on N replicas equals one step on one device for the same global batch: each replica's
-loss is its rows' summed negative log-likelihood divided by the *global* batch size, gradients are
-summed across replicas, clipped by their global norm, and applied once (see doc/multi-gpu.md).
+"""Training of a sequence labeller: the shared epoch loop (:mod:`delft.training.loop`) on batches
+of rows of similar length, early stopping on validation entity F1.
 """
-import contextlib
-import logging
-import sys
-import time
-from dataclasses import dataclass
-from typing import List, Optional
-
-import keras
-import numpy as np
-import tensorflow as tf
-
 from delft.sequenceLabelling import evaluation
-from delft.sequenceLabelling.checkpoints import EpochCheckpoints, TrainingProgress, run_directly
-from delft.sequenceLabelling.batching import (ReplicaFeeder, batches_per_epoch, global_batch_size,
-                                              length_bucketed_batches, prefetched)
 from delft.sequenceLabelling.tagger import Predictor
-from delft.utilities import devices
-from delft.utilities.verbosity import showing_progress
-
-logger = logging.getLogger(__name__)
-
-
-def make_optimizer(training_config, total_steps, uses_transformer, loss_scaling=False):
-    """Adam for the RNN family; AdamW with 10% linear warm-up then linear decay for transformers.
-
-    ``loss_scaling`` (a model computing in float16) wraps it in Keras' dynamic
-    ``LossScaleOptimizer``: small float16 gradients do not vanish, and a step whose scaled
-    gradients overflow is skipped with a smaller scale.
-    """
-    learning_rate = training_config.resolved_learning_rate(uses_transformer)
-    if uses_transformer:
-        warmup = max(1, int(total_steps * training_config.warmup_ratio))
-        schedule = WarmupLinearDecay(learning_rate, warmup, max(total_steps, warmup + 1))
-        optimizer = keras.optimizers.AdamW(learning_rate=schedule,
-                                           weight_decay=training_config.weight_decay)
-    else:
-        optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
-    return keras.optimizers.LossScaleOptimizer(optimizer) if loss_scaling else optimizer
+from delft.training.batching import batches_per_epoch, length_bucketed_batches
+# the shared loop's names, imported from here by code written before it was shared
+from delft.training.loop import (EarlyStopping, EpochTrainer, WarmupLinearDecay,  # noqa: F401
+                                 computes_in_float16, format_epoch, make_optimizer, plot_history,
+                                 progress_bar)
 
 
-def computes_in_float16(model):
-    """Whether a layer of ``model`` computes in float16 (``compute_dtype="mixed_float16"``)."""
-    return any(layer.dtype_policy.compute_dtype == "float16"
-               for layer in model._flatten_layers(include_self=True, recursive=True))
+class Trainer(EpochTrainer):
+    """Fit a sequence model on encoded corpora under ``strategy``; keeps the best epoch's
+    weights (validation micro F1 over entities)."""
 
-
-@keras.saving.register_keras_serializable(package="delft")
-class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
-    """Linear warm-up to ``peak`` over ``warmup_steps``, then linear decay to 0 at ``total_steps``.
-
-    >>> schedule = WarmupLinearDecay(1.0, 2, 4)
-    >>> [round(float(schedule(step)), 2) for step in range(5)]
-    [0.0, 0.5, 1.0, 0.5, 0.0]
-    """
-
-    def __init__(self, peak, warmup_steps, total_steps):
-        self.peak = peak
-        self.warmup_steps = warmup_steps
-        self.total_steps = total_steps
-
-    def __call__(self, step):
-        step = tf.cast(step, tf.float32)
-        warmup = step / self.warmup_steps
-        decay = (self.total_steps - step) / (self.total_steps - self.warmup_steps)
-        return self.peak * tf.maximum(0.0, tf.minimum(warmup, decay))
-
-    def get_config(self):
-        return {"peak": self.peak, "warmup_steps": self.warmup_steps,
-                "total_steps": self.total_steps}
-
-
-@dataclass
-class EarlyStopping:
-    """Where early stopping and the plateau schedule stand after each epoch."""
-
-    best_f1: float = -1.0
-    best_epoch: int = 0
-    best_weights: Optional[List[np.ndarray]] = None
-    wait: int = 0
-    plateau_wait: int = 0
-
-
-class Trainer:
-    """Fit ``model`` on encoded corpora under ``strategy``; keeps the best epoch's weights."""
+    metric = "val_f1"
 
     def __init__(self, model, preprocessor, training_config, strategy, batch_size,
                  uses_transformer=False, trackers=()):
-        self.model = model
-        self.trackers = list(trackers)  # delft.utilities.tracking, started by train
-        self.preprocessor = preprocessor
-        self.config = training_config
-        self.strategy = strategy
-        self.batch_size = global_batch_size(batch_size, strategy.num_replicas_in_sync)
-        self.uses_transformer = uses_transformer
-        self.loss_scaling = computes_in_float16(model)
-        self.optimizer = None
-        self.history = []
-        self.feeder = ReplicaFeeder(strategy, preprocessor, training_config.length_groups)
-        # no autograph: the steps have no Python control flow on tensors, and converting every
-        # function they call made tracing far slower
-        self._train_step = tf.function(self._distributed_train_step, autograph=False,
-                                       input_signature=self.feeder.step_signature(True))
-        # a function of its own, so that every length group of a step calls one trace of the
-        # model's forward and backward pass instead of tracing them again
-        self._group_gradients = tf.function(self._group_loss_and_gradients, autograph=False)
+        super().__init__(model, preprocessor, training_config, strategy, batch_size,
+                         uses_transformer, trackers, training_config.length_groups)
 
-    # -- one step -----------------------------------------------------------------------------
-    def _loss_scale(self):
-        """What the loss is multiplied by before its gradients are taken (1 without loss scaling)."""
-        return self.optimizer.dynamic_scale if self.loss_scaling else 1.0
-
-    def _group_loss_and_gradients(self, batch):
-        """A group's share of the step's loss (its rows' summed loss over the global batch size)
-        and the gradients of that share times the loss scale for the trainable weights."""
-        with tf.GradientTape() as tape:
-            potentials = self.model(batch, training=True)
-            losses = self.model.loss_per_example(batch, potentials) * batch["weights"]
-            loss = tf.reduce_sum(losses) / tf.cast(batch["global_count"], tf.float32)
-            scaled_loss = loss * self._loss_scale()
-        return loss, [tf.convert_to_tensor(g)
-                      for g in tape.gradient(scaled_loss, self.model.trainable_variables)]
-
-    def _replica_step(self, groups):
-        variables = self.model.trainable_variables
-        # with loss scaling, gradients stay scaled until the LossScaleOptimizer divides them:
-        # clipping the scaled ones at scale x the norm is clipping the true ones at the norm
-        scale = self._loss_scale()
-        results = [self._group_gradients(batch) for batch in groups]
-        loss = tf.add_n([group_loss for group_loss, _ in results])
-        gradients = [tf.add_n(parts) for parts in zip(*(grads for _, grads in results))]
-        context = tf.distribute.get_replica_context()
-        gradients = context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)
-        if self.config.clip_gradients:
-            gradients, _ = tf.clip_by_global_norm(gradients, self.config.clip_gradients * scale)
-        # the optimizer sums across replicas again: hand it 1/N of the already summed gradient
-        share = 1.0 / context.num_replicas_in_sync
-        self.optimizer.apply_gradients([(g * share, v) for g, v in zip(gradients, variables)])
-        return loss
-
-    def _distributed_train_step(self, slices):
-        batch = self.feeder.distribute(slices)
-        losses = self.strategy.run(self._replica_step, args=(batch,))
-        rows = self.strategy.run(
-            lambda groups: tf.add_n([tf.reduce_sum(b["weights"]) for b in groups]), args=(batch,))
-        return (self.strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None),
-                self.strategy.reduce(tf.distribute.ReduceOp.SUM, rows, axis=None))
-
-    def build_optimizer(self, steps_per_epoch):
-        with self.strategy.scope():
-            self.optimizer = make_optimizer(self.config, steps_per_epoch * self.config.max_epoch,
-                                            self.uses_transformer, self.loss_scaling)
-            self.optimizer.build(self.model.trainable_variables)
-
-    # -- epochs -------------------------------------------------------------------------------
     def train(self, train_corpus, train_labels, valid_corpus=None, valid_labels=None,
               checkpoints_claim=None, predictor=None):
         """Train; with a validation set, stop early on its micro-F1 and restore the best weights.
 
-        With ``checkpoints_claim`` (a :class:`~delft.sequenceLabelling.checkpoints.CheckpointsClaim`),
-        each epoch ends with a checkpoint in its folder, and a checkpoint left by
-        an interrupted run of the same training is resumed from unless ``config.resume`` is False
-        (:mod:`delft.sequenceLabelling.checkpoints`). ``predictor``: the
-        :class:`~delft.sequenceLabelling.tagger.Predictor` validation uses (made if None).
+        ``checkpoints_claim``: see :meth:`~delft.training.loop.EpochTrainer.fit`. ``predictor``:
+        the :class:`~delft.sequenceLabelling.tagger.Predictor` validation uses (made if None).
         """
-        config = self.config
-        seed = devices.common_seed(self.strategy, config.seed)
-        rng = np.random.default_rng(seed)
-        steps = batches_per_epoch(train_corpus.num_rows, self.batch_size, config.pool_batches)
-        if self.optimizer is None:
-            self.build_optimizer(steps)
+        validation = None
         if valid_corpus is not None:
             predictor = predictor or Predictor(self.model, self.preprocessor, self.strategy)
-            valid_truth = [self.preprocessor.decode_labels(ids) for ids in valid_labels]
-        state = EarlyStopping()
-        progress = TrainingProgress(rng, state, {"rows": int(train_corpus.num_rows),
-                                                 "batch_size": self.batch_size, "seed": seed,
-                                                 "pool_batches": config.pool_batches})
-        self.history = progress.history
-        checkpoints = None
-        if checkpoints_claim:
-            checkpoints = EpochCheckpoints(checkpoints_claim, self.strategy, self.model,
-                                           self.optimizer, progress)
-            checkpoints.restore(config.resume)
-        guard = checkpoints.preemption_guard() if checkpoints else contextlib.nullcontext(run_directly)
-        with guard as run_step:
-            for epoch in range(progress.next_epoch, config.max_epoch + 1):
-                if progress.stopped_early:
-                    break
-                start = time.perf_counter()
-                record = {"epoch": epoch,
-                          "loss": self._run_epoch(train_corpus, train_labels, progress, epoch,
-                                                  steps, run_step),
-                          "learning_rate": self._current_learning_rate()}
-                if valid_corpus is not None:
-                    predictions = predictor.predict(valid_corpus, self.batch_size)
-                    record["val_f1"] = evaluation.f1_score(valid_truth, predictions.split(
-                        self.preprocessor.decode_labels(predictions.ids)))
-                record["seconds"] = time.perf_counter() - start
-                self.history.append(record)
-                logger.info(format_epoch(record, config.max_epoch))
-                for tracker in self.trackers:
-                    tracker.epoch(record)
-                stop = self._should_stop(record, state)
-                progress.end_epoch(epoch, stopped_early=stop)
-                if checkpoints:
-                    checkpoints.save()
-                if stop:
-                    break
-        if state.best_weights is not None:
-            self.model.set_weights(state.best_weights)
-            logger.info("restored the weights of epoch %d (validation F1 %.4f)", state.best_epoch,
-                        state.best_f1)
-        if self.trackers:
-            scores = None
-            if valid_corpus is not None:
-                predictions = predictor.predict(valid_corpus, self.batch_size)
-                scores = evaluation.precision_recall_f1(valid_truth, predictions.split(
-                    self.preprocessor.decode_labels(predictions.ids)))
-            for tracker in self.trackers:
-                tracker.end(scores)
-        return self.history
+            validation = (valid_corpus, [self.preprocessor.decode_labels(ids)
+                                         for ids in valid_labels], predictor)
+        return self.fit(train_corpus, train_labels, validation, checkpoints_claim)
 
-    def _run_epoch(self, corpus, label_ids, progress, epoch, steps, run_step):
-        """One pass over ``corpus`` in a fresh random order; the mean loss per row.
+    def epoch_batches(self, corpus, rng):
+        return length_bucketed_batches(corpus.row_width, self.batch_size, rng,
+                                       self.config.pool_batches)
 
-        A run resumed in the middle of an epoch draws that epoch's order again from the state
-        the checkpoint kept and skips the steps already applied.
-        """
-        progress.begin_epoch()
-        batches = length_bucketed_batches(corpus.row_width, self.batch_size, progress.rng,
-                                          self.config.pool_batches)
-        done = progress.steps_done
-        slices = (self.feeder.slices(corpus, rows, label_ids) for rows in batches[done:])
-        with progress_bar(steps, f"epoch {epoch}") as bar:
-            bar.update(done)
-            for parts in prefetched(slices):
-                loss, rows = (float(value) for value in run_step(self._train_step, parts))
-                progress.step_done(loss * rows)
-                bar.update(1)
-        return progress.loss_sum / corpus.num_rows
+    def steps_per_epoch(self, corpus):
+        return batches_per_epoch(corpus.num_rows, self.batch_size, self.config.pool_batches)
 
-    def _should_stop(self, record, state):
-        """Update the schedule and early stopping after an epoch; True to stop training."""
-        config = self.config
-        adapts_rate = not self.uses_transformer
-        if config.lr_schedule == "exponential" and adapts_rate:
-            self._decay_learning_rate()
-        if "val_f1" not in record:
-            return False
-        # A tie counts as reaching the best: on a small validation set (GROBID's 10% of date is
-        # 58 sequences) F1 saturates while the training loss still falls, and the latest of the
-        # tied epochs generalises better (benchmarks/grobid_holdout.py). Keeping the first would
-        # stop too early.
-        if record["val_f1"] >= state.best_f1:
-            state.best_f1, state.best_epoch = record["val_f1"], record["epoch"]
-            state.best_weights = self.model.get_weights()
-            state.wait = state.plateau_wait = 0
-            return False
-        state.wait += 1
-        state.plateau_wait += 1
-        if config.lr_schedule == "plateau" and state.plateau_wait >= 2 and adapts_rate:
-            self._decay_learning_rate()
-            state.plateau_wait = 0
-        if config.early_stop and state.wait >= config.patience:
-            logger.info("early stop: no better validation F1 for %d epochs", state.wait)
-            return True
-        return False
+    def _predicted_labels(self, validation):
+        corpus, truth, predictor = validation
+        predictions = predictor.predict(corpus, self.batch_size)
+        return truth, predictions.split(self.preprocessor.decode_labels(predictions.ids))
 
-    def _decay_learning_rate(self):
-        self.optimizer.learning_rate.assign(self.optimizer.learning_rate * self.config.lr_decay)
+    def validation_score(self, validation):
+        return evaluation.f1_score(*self._predicted_labels(validation))
 
-    def _current_learning_rate(self):
-        rate = self.optimizer.learning_rate
-        return float(rate.numpy() if hasattr(rate, "numpy") else rate)
-
-
-def progress_bar(total, description):
-    """A progress bar on stderr in an interactive session (never on stdout, never in logs;
-    ``delft.utilities.verbosity`` decides)."""
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=description, unit="batch", leave=False, file=sys.stderr,
-                disable=not showing_progress())
-
-
-def format_epoch(record, max_epoch):
-    """One readable line per epoch.
-
-    >>> format_epoch({"epoch": 3, "loss": 1.5, "val_f1": 0.9, "learning_rate": 1e-3, "seconds": 0.2}, 60)
-    'epoch   3/60  loss 1.5000  val_f1 0.9000  lr 1.00e-03  0.20s'
-    """
-    text = f"epoch {record['epoch']:3d}/{max_epoch}  loss {record['loss']:.4f}"
-    if "val_f1" in record:
-        text += f"  val_f1 {record['val_f1']:.4f}"
-    return text + f"  lr {record['learning_rate']:.2e}  {record['seconds']:.2f}s"
-
-
-def plot_history(history, path):
-    """Write the training curve (loss, validation F1 per epoch) as a PNG.
-
-    A bare ``Figure`` (no pyplot): the host process's matplotlib backend is left as it is.
-    """
-    from matplotlib.figure import Figure
-
-    epochs = [r["epoch"] for r in history]
-    figure = Figure(figsize=(6, 3.5))
-    loss_axis = figure.subplots()
-    loss_axis.plot(epochs, [r["loss"] for r in history], color="tab:blue", label="train loss")
-    loss_axis.set_xlabel("epoch")
-    loss_axis.set_ylabel("loss", color="tab:blue")
-    if any("val_f1" in r for r in history):
-        f1_axis = loss_axis.twinx()
-        f1_axis.plot(epochs, [r.get("val_f1", np.nan) for r in history], color="tab:orange")
-        f1_axis.set_ylabel("validation micro F1", color="tab:orange")
-    figure.tight_layout()
-    figure.savefig(path, dpi=80)
+    def validation_report(self, validation):
+        return evaluation.precision_recall_f1(*self._predicted_labels(validation))

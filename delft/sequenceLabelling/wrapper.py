@@ -127,7 +127,7 @@ class Sequence:
         Keras ``callbacks`` have no place in this training loop: passing any is an error.
         ``checkpoint_dir``: a checkpoint there at each epoch end, resumed from when the same
         training runs again (unless ``resume=False``), removed by :meth:`save` (the CLIs pass
-        ``<output>/<model_name>.checkpoints``; see delft/sequenceLabelling/checkpoints.py).
+        ``<output>/<model_name>.checkpoints``; see delft/training/checkpoints.py).
         """
         if callbacks:
             raise ConfigurationError("callbacks are not supported: the trainer logs each epoch "
@@ -139,7 +139,7 @@ class Sequence:
         if x_valid is not None and len(x_valid):
             inputs.check_labelled(x_valid, y_valid, f_valid, "validation")
         inputs.warn_if_one_label(y_train)
-        from delft.sequenceLabelling.checkpoints import claimed
+        from delft.training.checkpoints import claimed
         from delft.sequenceLabelling.trainer import Trainer
 
         strategy = self._use_strategy(multi_gpu)
@@ -281,7 +281,8 @@ class Sequence:
     def _score_one(self, x_test, y_test, features, multi_gpu):
         predicted = self._predict_labels(x_test, features, multi_gpu)[0]
         scores = evaluation.precision_recall_f1(list(map(list, y_test)), predicted)
-        report_logger.info("evaluation on %d sequences:\n%s", len(y_test), scores)
+        report_logger.info("evaluation on %d sequences: micro F1 %.4f\n%s", len(y_test),
+                           scores["micro"]["f1"], scores)
         return scores
 
     # -- tagging ------------------------------------------------------------------------------
@@ -421,7 +422,7 @@ class Sequence:
             self._write_model_files(staging)
         logger.info("model saved in %s", target)
         if self._checkpoint_dir:  # the model saved replaces its training's checkpoints
-            from delft.sequenceLabelling.checkpoints import remove_checkpoints
+            from delft.training.checkpoints import remove_checkpoints
 
             remove_checkpoints(self._checkpoint_dir)
             self._checkpoint_dir = None
