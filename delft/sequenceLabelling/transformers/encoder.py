@@ -13,10 +13,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from delft.sequenceLabelling.config import COMPUTE_DTYPES
 from delft.sequenceLabelling.transformers.checkpoint import read_encoder_config
 from delft.utilities.errors import ConfigurationError, ModelLoadError
 
-COMPUTE_DTYPES = (None, "float32", "mixed_bfloat16", "mixed_float16")
 
 
 class _Encoder:
@@ -159,9 +159,9 @@ def load_encoder(path, config=None, load_weights=True, dropout=None, dtype=None,
     Build it inside the strategy's scope.
     """
     config = config or read_encoder_config(path)
-    if dtype not in COMPUTE_DTYPES:
+    if dtype is not None and dtype not in COMPUTE_DTYPES:
         raise ConfigurationError(f"encoder compute dtype {dtype!r} is not one of "
-                                 f"{', '.join(str(d) for d in COMPUTE_DTYPES)}")
+                                 f"{', '.join(COMPUTE_DTYPES)}")
     spec = ENCODERS[config["model_type"]]
     converter = spec.module()
     kwargs = converter.convert_backbone_config(config)

@@ -1,0 +1,2 @@
+"""Text classification (DeLFT's second half): ``Classifier``, its architectures and GROBID's
+classifiers."""

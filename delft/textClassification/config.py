@@ -1,0 +1,129 @@
+"""A text classifier's settings: what the model is (saved as ``config.json``) and how it is trained.
+
+The fields carry their help, flag and range (:mod:`delft.utilities.settings`, shared with the
+sequence labeller): ``licenseClassifier.py`` and ``citationClassifier.py`` generate their options
+from them, ``Classifier`` fills them from DeLFT's argument names, and :meth:`ModelConfig.load`
+checks a saved ``config.json`` against them (DeLFT 0.4.6's and 1.2.0's keys load too: the dead
+ones, such as ``char_embedding_size``, are ignored).
+"""
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import List, Optional
+
+from delft.utilities.errors import ConfigurationError
+from delft.utilities.settings import SEED_LIMIT, check_fields, option, settings_of_each
+
+LR_SCHEDULES = ("none", "plateau", "exponential")
+# what DeLFT 1.2.0 learns for a word when no pre-trained vectors are given
+LEARNED_EMBEDDING_SIZE = 300
+
+
+@dataclass
+class ModelConfig:
+    """Everything needed to rebuild a trained classifier; written to ``config.json``."""
+
+    model_name: str = option("classifier", "the model's name, the folder it is saved in",
+                             cli=False, name=True)
+    architecture: str = option(
+        "gru", "architecture: gru, gru_simple, gru_lstm, lstm, bidLstm_simple, cnn, cnn2, cnn3, "
+               "lstm_cnn, dpcnn, bert")
+    embeddings_name: Optional[str] = option(
+        None, "pre-trained word vectors: a name of the resource registry, or a file (default: "
+              "word embeddings learned from the training texts)", flag="--embedding")
+    word_embedding_size: int = option(LEARNED_EMBEDDING_SIZE, "width of the word embeddings",
+                                      minimum=1, cli=False)
+    vocab_size: Optional[int] = option(
+        None, "learned embeddings: words of the vocabulary, <PAD> and <UNK> included", minimum=2,
+        cli=False)
+    maxlen: int = option(300, "tokens of a text the model reads (its last ones, as DeLFT)",
+                         minimum=1)
+    recurrent_units: int = option(64, "units of each recurrent layer, per direction", minimum=1)
+    dense_size: int = option(32, "width of the dense layer before the output", minimum=1)
+    dropout: float = option(0.3, "dropout between the layers", minimum=0.0, maximum=0.99)
+    list_classes: List[str] = option([], "the classes, in the order of the outputs", cli=False)
+    batch_size: int = option(256, "global batch size (training and prediction)", minimum=1)
+    transformer_name: Optional[str] = option(
+        None, "bert: Hugging Face checkpoint (a local directory, a hub name from its cache "
+              "offline, or a registered name)", flag="--transformer")
+    fold_number: int = option(1, "train this many models on folds (n-fold)", flag="--fold-count",
+                              minimum=1)
+    delft_version: str = option("", "the delft version that saved the model", cli=False)
+
+    def save(self, path):
+        with open(path, "w", encoding="utf-8") as out:
+            json.dump(dataclasses.asdict(self), out, indent=2, sort_keys=True)
+
+    @classmethod
+    def load(cls, path):
+        """Read ``config.json``; unknown keys are ignored, known ones checked (one-line errors)."""
+        from delft.utilities.json_files import read_json_object
+
+        values = read_json_object(path, error=ConfigurationError)
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in known}).validated(path)
+
+    def validated(self, source="config"):
+        check_fields(self, source)
+        if not all(isinstance(c, str) and c for c in self.list_classes) or \
+                len(set(self.list_classes)) != len(self.list_classes):
+            raise ConfigurationError(f"{source}: list_classes must be distinct non-empty "
+                                     f"strings, not {self.list_classes!r}")
+        return self
+
+
+@dataclass
+class TrainingConfig:
+    """How a classifier is trained; not needed to classify, so not saved with the model."""
+
+    learning_rate: Optional[float] = option(
+        None, "initial learning rate (default 1e-3, or 2e-5 for bert)", minimum=0.0)
+    lr_schedule: str = option("none", "reduce the learning rate on a validation plateau, every "
+                                      "epoch, or never (DeLFT)", choices=LR_SCHEDULES)
+    lr_decay: float = option(0.9, "factor of each learning-rate reduction", minimum=0.0,
+                             maximum=1.0)
+    clip_gradients: Optional[float] = option(
+        None, "clip gradients to this global norm, 0 for none (default: 1 for the GRU "
+              "architectures, as DeLFT's RMSprop, 5 for the others)", minimum=0.0)
+    max_epoch: int = option(60, "most epochs to train", minimum=1)
+    early_stop: bool = option(True, "stop when validation ROC-AUC stops improving (true|false)")
+    patience: int = option(5, "epochs without a better validation ROC-AUC before stopping",
+                           minimum=1)
+    pool_batches: int = option(1, "accepted for the shared training loop: batches are drawn at "
+                                  "random", minimum=1, maximum=1, cli=False)
+    class_weights: Optional[dict] = option(
+        None, "class index -> weight of the examples of that class in the loss", cli=False)
+    seed: Optional[int] = option(None, "random seed (data order, splits, initial weights)",
+                                 minimum=0, maximum=SEED_LIMIT)
+    resume: bool = option(
+        True, "resume an interrupted training from its last checkpoint (<output>/<model>"
+              ".checkpoints/); --no-resume starts afresh")
+    weight_decay: float = option(0.01, "AdamW weight decay (bert)", minimum=0.0)
+    warmup_ratio: float = option(0.1, "share of the steps of linear warm-up (bert)",
+                                 minimum=0.0, maximum=1.0)
+
+    def resolved_learning_rate(self, uses_transformer):
+        if self.learning_rate is not None:
+            return self.learning_rate
+        return 2e-5 if uses_transformer else 1e-3
+
+    def validated(self, source="training config"):
+        check_fields(self, source)
+        weights = self.class_weights
+        if weights is not None and not (isinstance(weights, dict) and all(
+                isinstance(k, int) and not isinstance(k, bool) and k >= 0
+                and isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+                for k, v in weights.items())):
+            raise ConfigurationError(f"{source}: class_weights must map class indices to "
+                                     f"weights >= 0, not {weights!r}")
+        return self
+
+
+def split_settings(settings, source="settings"):
+    """``(ModelConfig fields, TrainingConfig fields)`` of ``settings``; an unknown name is a
+    one-line ``TypeError`` naming ``source`` and the known names.
+
+    >>> split_settings({"maxlen": 150, "max_epoch": 3})
+    ({'maxlen': 150}, {'max_epoch': 3})
+    """
+    return settings_of_each(settings, (ModelConfig, TrainingConfig), source)

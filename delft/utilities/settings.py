@@ -1,0 +1,175 @@
+"""Settings as dataclass fields that carry their help, flag, range and choices, as Hugging Face's
+``HfArgumentParser`` dataclasses do: one place checks every value (type, range, NaN, infinity,
+a folder name) and turns fields into command-line options, for every toolkit's configs
+(:mod:`delft.sequenceLabelling.config`, :mod:`delft.textClassification.config`).
+"""
+import argparse
+import dataclasses
+import math
+import typing
+from dataclasses import field
+
+from delft.utilities.Utilities import parse_number_ranges, t_or_f
+from delft.utilities.errors import ConfigurationError
+
+SEED_LIMIT = 2 ** 32 - 1  # the seeds numpy, scikit-learn and Keras all take
+
+
+def option(default, help, flag=None, minimum=None, maximum=None, choices=None, cli=True,
+           name=False):
+    """A config field with its help, its flag (default ``--field-name``), range and choices;
+    ``name``: the value names a folder (one path component: no separator, not ``..``)."""
+    metadata = {"help": help, "flag": flag, "min": minimum, "max": maximum, "choices": choices,
+                "cli": cli, "name": name}
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+def field_types(config_class):
+    """Field name -> annotation of the dataclass ``config_class``."""
+    return typing.get_type_hints(config_class)
+
+
+def _base_type(annotation):
+    """``int`` for ``Optional[int]``, ``list`` for ``List[int]``..."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) is typing.Union and len(args) == 1:
+        return _base_type(args[0])
+    return typing.get_origin(annotation) or annotation
+
+
+def check_fields(config, source):
+    """Raise a one-line :class:`ConfigurationError` naming the first field of the wrong type, out
+    of its range, not a finite number, or a name that is not one path component; returns
+    ``config``.
+
+    >>> @dataclasses.dataclass
+    ... class Example:
+    ...     units: int = option(100, "units", minimum=1)
+    >>> check_fields(Example(units=-5), "config.json")
+    Traceback (most recent call last):
+    ...
+    delft.utilities.errors.ConfigurationError: config.json: units must be >= 1, not -5
+    """
+    hints = field_types(type(config))
+    for f in dataclasses.fields(config):
+        setattr(config, f.name, checked_value(f, hints[f.name], getattr(config, f.name), source))
+    return config
+
+
+def checked_value(f, hint, value, source):
+    """``value`` of the field ``f`` (annotation ``hint``) if it is valid, else a one-line
+    :class:`ConfigurationError` naming ``source`` and the field."""
+    if value is None and f.default is None:
+        return value
+    expected = _base_type(hint)
+    meta = f.metadata
+    if expected is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+        raise ConfigurationError(f"{source}: {f.name} must be {_kind(expected)}, not {value!r}")
+    if expected is float and not math.isfinite(value):
+        raise ConfigurationError(f"{source}: {f.name} must be a finite number, not {value!r}")
+    if expected is list and not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                                    for v in value):
+        raise ConfigurationError(f"{source}: {f.name} must be a list of indices, not {value!r}")
+    if meta.get("min") is not None and value < meta["min"]:
+        raise ConfigurationError(f"{source}: {f.name} must be >= {meta['min']}, not {value!r}")
+    if meta.get("max") is not None and value > meta["max"]:
+        raise ConfigurationError(f"{source}: {f.name} must be <= {meta['max']}, not {value!r}")
+    if meta.get("choices") and value not in meta["choices"]:
+        raise ConfigurationError(f"{source}: {f.name} must be one of "
+                                 f"{', '.join(meta['choices'])}, not {value!r}")
+    if meta.get("name"):
+        check_name(value, f"{source}: {f.name}")
+    return value
+
+
+def check_name(value, what):
+    """``value`` if it can name a folder inside another (one path component), else a one-line
+    :class:`ConfigurationError` naming ``what``.
+
+    >>> check_name("date-BidLSTM_CRF", "model name")
+    'date-BidLSTM_CRF'
+    >>> check_name("../escaped", "model name")
+    Traceback (most recent call last):
+    ...
+    delft.utilities.errors.ConfigurationError: model name must be one folder name (no /, \\, .. or NUL), not '../escaped'
+    """
+    if not value or value in (".", "..") or any(c in value for c in "/\\\0"):
+        raise ConfigurationError(f"{what} must be one folder name (no /, \\, .. or NUL), not "
+                                 f"{value!r}")
+    return value
+
+
+def _kind(expected):
+    return {int: "an integer", float: "a number", str: "a string", bool: "true or false",
+            list: "a list"}.get(expected, expected.__name__)
+
+
+def cli_fields(*config_classes):
+    """The fields of ``config_classes`` that are command-line options, in declaration order."""
+    return [f for cls in config_classes for f in dataclasses.fields(cls) if f.metadata["cli"]]
+
+
+def add_config_options(parser, *config_classes, shown=None, shown_for=None):
+    """Add one option per config field: the flag is the field; its default is None (not given),
+    so that the presets can apply before the field's own (:func:`config_values`).
+
+    ``shown``: the values a run takes where they are not the fields' defaults (an application's
+    presets), named ``shown_for`` (the model) in the help."""
+    hints = {}
+    for cls in config_classes:
+        hints.update(field_types(cls))
+    shown = shown or {}
+    for f in cli_fields(*config_classes):
+        flag = f.metadata["flag"] or "--" + f.name.replace("_", "-")
+        value = shown.get(f.name, default_of(f))
+        help_text = f"{f.metadata['help']} (default: {value}" + \
+            (f" for {shown_for})" if shown_for and f.name in shown else ")")
+        kind = _base_type(hints[f.name])
+        allowed = f.metadata["choices"]
+        if kind is bool:
+            parser.add_argument(flag, dest=f.name, nargs="?", const=True, default=None,
+                                type=t_or_f, metavar="true|false", help=help_text)
+            parser.add_argument("--no-" + flag[2:], dest=f.name, action="store_false",
+                                help=argparse.SUPPRESS)
+        elif kind is list:
+            parser.add_argument(flag, dest=f.name, type=parse_number_ranges, default=None,
+                                metavar="INDICES", help=help_text)
+        else:
+            parser.add_argument(flag, dest=f.name, type=kind, default=None, choices=allowed,
+                                help=help_text)
+    return parser
+
+
+def default_of(f):
+    """The default of the dataclass field ``f``."""
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+
+
+def config_values(args, config_class, defaults=None):
+    """Field values of ``config_class`` from parsed ``args``: the option when given, else
+    ``defaults[name]`` (the presets), else nothing (the field's own default applies)."""
+    values = {}
+    for f in cli_fields(config_class):
+        given = getattr(args, f.name, None)
+        if given is not None:
+            values[f.name] = given
+        elif defaults and f.name in defaults:
+            values[f.name] = defaults[f.name]
+    return values
+
+
+def settings_of_each(settings, config_classes, source="settings"):
+    """``settings`` (field name -> value) split into one dict per class of ``config_classes``, by
+    the class that has the field; a name that none has is a one-line ``TypeError`` naming
+    ``source`` and the known names."""
+    names = [set(field_types(cls)) for cls in config_classes]
+    known = set().union(*names)
+    unknown = sorted(set(settings) - known)
+    if unknown:
+        raise TypeError(f"{source}: unknown setting {unknown[0]!r} (settings: "
+                        f"{', '.join(sorted(known))})")
+    return tuple({k: v for k, v in settings.items() if k in fields} for fields in names)
