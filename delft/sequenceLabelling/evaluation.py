@@ -19,6 +19,9 @@ every epoch on validation sets of thousands of sequences.
 0.5
 """
 
+from delft.utilities.scores import Report, average, format_report, harmonic_f1, ratio, \
+    scores_from_counts
+
 __all__ = [
     "get_entities",
     "entity_counts",
@@ -40,10 +43,6 @@ _START_AT = ("B", "S")
 _START_AFTER = ("E", "S", "O")
 _CONTINUE = ("E", "I")
 _NO_TYPE = ("O", ".")
-
-_MICRO_HEADING = "all (micro avg.)"
-_MACRO_HEADING = "all (macro avg.)"
-
 
 def _flatten(labels, separator):
     """One flat list of labels; nested sequences are joined, each followed by ``separator`` if given."""
@@ -145,39 +144,6 @@ def entity_counts(y_true, y_pred):
     return {type_: tuple(counts[type_]) for type_ in sorted(counts)}
 
 
-def _ratio(numerator, denominator):
-    return numerator / denominator if denominator else 0.0
-
-
-def _f1(precision, recall):
-    total = precision + recall
-    return 2.0 * precision * recall / total if total else 0.0
-
-
-def _scores(tp, n_pred, n_true):
-    precision = _ratio(tp, n_pred)
-    recall = _ratio(tp, n_true)
-    return {"precision": precision, "recall": recall, "f1": _f1(precision, recall),
-            "support": n_true, "tp": tp, "fp": n_pred - tp, "fn": n_true - tp}
-
-
-def _average(blocks, weights):
-    total = sum(weights)
-    averaged = {}
-    for key in ("precision", "recall", "f1"):
-        values = [block[key] for block in blocks]
-        averaged[key] = _ratio(sum(v * w for v, w in zip(values, weights)), total)
-    return averaged
-
-
-class Report(dict):
-    """The scores of :func:`precision_recall_f1` (a dict), printed as the per-label table of
-    :func:`format_report`."""
-
-    def __str__(self):
-        return format_report(self)
-
-
 def precision_recall_f1(y_true, y_pred):
     """Entity-level scores per type and averaged, as one dict (a :class:`Report`: printed, the
     per-label table).
@@ -193,16 +159,16 @@ def precision_recall_f1(y_true, y_pred):
     (0.5, 0.5, 2)
     """
     counts = entity_counts(y_true, y_pred)
-    labels = {type_: _scores(*count) for type_, count in counts.items()}
+    labels = {type_: scores_from_counts(*count) for type_, count in counts.items()}
     blocks = list(labels.values())
     supports = [block["support"] for block in blocks]
     total_support = sum(supports)
-    micro = _scores(sum(count[0] for count in counts.values()),
+    micro = scores_from_counts(sum(count[0] for count in counts.values()),
                     sum(count[1] for count in counts.values()),
                     total_support)
-    macro = _average(blocks, [1] * len(blocks))
+    macro = average(blocks, [1] * len(blocks))
     macro["support"] = total_support
-    weighted = _average(blocks, supports)
+    weighted = average(blocks, supports)
     weighted["support"] = total_support
     return Report(labels=labels, micro=micro, macro=macro, weighted=weighted)
 
@@ -220,7 +186,7 @@ def precision_score(y_true, y_pred):
     0.3333333333333333
     """
     tp, n_pred, _ = _micro_counts(y_true, y_pred)
-    return _ratio(tp, n_pred)
+    return ratio(tp, n_pred)
 
 
 def recall_score(y_true, y_pred):
@@ -230,7 +196,7 @@ def recall_score(y_true, y_pred):
     0.5
     """
     tp, _, n_true = _micro_counts(y_true, y_pred)
-    return _ratio(tp, n_true)
+    return ratio(tp, n_true)
 
 
 def f1_score(y_true, y_pred):
@@ -240,7 +206,7 @@ def f1_score(y_true, y_pred):
     0.4
     """
     tp, n_pred, n_true = _micro_counts(y_true, y_pred)
-    return _f1(_ratio(tp, n_pred), _ratio(tp, n_true))
+    return harmonic_f1(ratio(tp, n_pred), ratio(tp, n_true))
 
 
 def accuracy_score(y_true, y_pred):
@@ -253,39 +219,7 @@ def accuracy_score(y_true, y_pred):
     true_labels = _flatten(y_true, None)
     pred_labels = _flatten(y_pred, None)
     correct = sum(1 for true, pred in zip(true_labels, pred_labels) if true == pred)
-    return _ratio(correct, len(true_labels))
-
-
-def format_report(scores, digits=4):
-    """The text table of a :func:`precision_recall_f1` result: one row per type sorted by name, then
-    the micro and macro averages.
-
-    >>> scores = precision_recall_f1([["B-a", "I-a", "O", "B-b"]], [["B-a", "I-a", "B-b", "O"]])
-    >>> print(format_report(scores, digits=2))
-                      precision    recall  f1-score   support
-    <BLANKLINE>
-                   a       1.00      1.00      1.00         1
-                   b       0.00      0.00      0.00         1
-    <BLANKLINE>
-    all (micro avg.)       0.50      0.50      0.50         2
-    all (macro avg.)       0.50      0.50      0.50         2
-    <BLANKLINE>
-    """
-    labels = scores["labels"]
-    width = max([len(_MICRO_HEADING)] + [len(name) for name in labels])
-    header = "{:>{width}s} " + " {:>9}" * 4
-    row = "{:>{width}s} " + " {:>9.{digits}f}" * 3 + " {:>9}"
-    lines = [header.format("", "precision", "recall", "f1-score", "support", width=width), ""]
-    for name in sorted(labels):
-        block = labels[name]
-        lines.append(row.format(name, block["precision"], block["recall"], block["f1"],
-                                block["support"], width=width, digits=digits))
-    lines.append("")
-    for heading, key in ((_MICRO_HEADING, "micro"), (_MACRO_HEADING, "macro")):
-        block = scores[key]
-        lines.append(row.format(heading, block["precision"], block["recall"], block["f1"],
-                                block["support"], width=width, digits=digits))
-    return "\n".join(lines) + "\n"
+    return ratio(correct, len(true_labels))
 
 
 def classification_report(y_true, y_pred, digits=4):
