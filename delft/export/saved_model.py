@@ -115,7 +115,7 @@ def saved_model_vocab(sequence, module: LabellingModule) -> dict:
                         "scores": "float32 [batch, words]: softmax confidence of each tag",
                         "potentials": "float32 [batch, words, labels]: CRF inputs"}
     if uses_transformer(sequence):
-        from delft.sequenceLabelling.transformers.preprocess import RESOURCES_DIR
+        from delft.sequenceLabelling.transformers.checkpoint import RESOURCES_DIR
 
         prefix, suffix, pad, unknown = preprocessor._special_tokens()
         vocab["transformer"] = {"tokenizer": RESOURCES_DIR, "prefixIds": prefix.tolist(),

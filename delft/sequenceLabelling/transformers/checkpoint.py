@@ -179,3 +179,27 @@ def load_tokenizer(path: str, model_type: str, vocab_size=None):
         raise ModelLoadError(f"{path}: the tokenizer has {len(tokenizer)} tokens, the encoder "
                              f"only {vocab_size} (config.json vocab_size)")
     return tokenizer
+
+
+RESOURCES_DIR = "transformer"  # in a saved model folder: the encoder's config and tokenizer
+
+
+def write_model_resources(model_dir, encoder_config, tokenizer):
+    """Write the encoder's ``config.json`` and the tokenizer files to ``model_dir/transformer``
+    (from memory: a model saved over the folder it was loaded from must not read files that
+    saving is replacing)."""
+    target = os.path.join(model_dir, RESOURCES_DIR)
+    os.makedirs(target, exist_ok=True)
+    with open(os.path.join(target, CONFIG_FILE), "w", encoding="utf-8") as out:
+        json.dump(encoder_config, out, indent=2)
+    tokenizer.save_pretrained(target)
+
+
+def model_resources_dir(model_dir):
+    """``model_dir/transformer``, where a saved model keeps its encoder config and tokenizer; a
+    one-line :class:`ModelLoadError` when it is missing."""
+    path = os.path.join(model_dir, RESOURCES_DIR)
+    if not os.path.isdir(path):
+        raise ModelLoadError(f"{model_dir}: incomplete model directory, {RESOURCES_DIR}/ "
+                             "(encoder config and tokenizer) is missing")
+    return path

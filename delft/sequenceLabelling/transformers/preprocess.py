@@ -4,26 +4,20 @@ A row of the encoded corpus is a sequence, or a window of it when its subtokens 
 tokens) exceed :attr:`TransformerPreprocessor.subtoken_limit`: long inputs are never truncated, at
 training or at tagging; a word is labelled from the window where it has the most context.
 """
-import json
 import logging
-import os
 
 import numpy as np
 
 from delft.sequenceLabelling.feature_columns import DEFAULT_FEATURES_VOCABULARY_SIZE
 from delft.sequenceLabelling.preprocess import EncodedCorpus, Preprocessor, batch_width
-from delft.sequenceLabelling.transformers.checkpoint import (ENCODER_LIMIT, check_checkpoint,
-                                                             checked_encoder_config,
-                                                             encoder_positions, load_tokenizer,
-                                                             read_encoder_config,
-                                                             resolve_transformer)
+from delft.sequenceLabelling.transformers.checkpoint import (
+    ENCODER_LIMIT, check_checkpoint, checked_encoder_config, encoder_positions,
+    load_tokenizer, model_resources_dir, read_encoder_config, resolve_transformer,
+    write_model_resources)
 from delft.sequenceLabelling.windows import subtoken_windows, window_table
 from delft.utilities.errors import ConfigurationError, ModelLoadError
 
 logger = logging.getLogger(__name__)
-
-RESOURCES_DIR = "transformer"
-CONFIG_FILE = "config.json"
 
 
 class TransformerPreprocessor(Preprocessor):
@@ -221,20 +215,11 @@ class TransformerPreprocessor(Preprocessor):
 
     def save_resources(self, model_dir):
         """Write the encoder's config.json and the tokenizer files to ``model_dir/transformer``."""
-        target = os.path.join(model_dir, RESOURCES_DIR)
-        os.makedirs(target, exist_ok=True)
-        # from memory, not from transformer_dir: a model saved over the directory it was loaded
-        # from would otherwise read files that saving is replacing
-        with open(os.path.join(target, CONFIG_FILE), "w", encoding="utf-8") as out:
-            json.dump(self.encoder_config, out, indent=2)
-        self.tokenizer.save_pretrained(target)
+        write_model_resources(model_dir, self.encoder_config, self.tokenizer)
 
     def load_resources(self, model_dir):
         """Use the encoder config and tokenizer saved in ``model_dir`` (not the checkpoint)."""
-        path = os.path.join(model_dir, RESOURCES_DIR)
-        if not os.path.isdir(path):
-            raise ModelLoadError(f"{model_dir}: incomplete model directory, {RESOURCES_DIR}/ "
-                                 "(encoder config and tokenizer) is missing")
+        path = model_resources_dir(model_dir)
         self.transformer_dir = path
         self.load_encoder_weights = False
         self._config = read_encoder_config(path)
