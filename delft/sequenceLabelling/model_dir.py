@@ -11,14 +11,14 @@ import os
 from delft.sequenceLabelling import models
 from delft.sequenceLabelling.config import ModelConfig
 from delft.sequenceLabelling.weights_layout import check_weights_match
+# the files every saved model folder has, whatever the toolkit (imported from here before)
+from delft.training.saved_models import CURVE_FILE, HISTORY_FILE, folder_identity  # noqa: F401
 from delft.utilities.errors import ModelLoadError
 
 DEFAULT_MODELS_DIR = "data/models/sequenceLabelling/"  # where models are saved by default
 CONFIG_FILE = "config.json"
 PREPROCESSOR_FILE = "preprocessor.json"
 WEIGHTS_FILE = "model.weights.h5"
-CURVE_FILE = "training_curve.png"
-HISTORY_FILE = "history.json"
 
 # who wrote a folder, told by the weights file it holds
 OWN, DELFT0, DELFT1 = "delft", "DeLFT 0.x (Keras 2)", "DeLFT 1.x (PyTorch)"
@@ -103,12 +103,3 @@ def read_model_config(path):
         raise ModelLoadError(message if message.startswith(where) else
                              f"{where}: corrupt ({message})") from None
     return config
-
-
-def folder_identity(path):
-    """What changes when a save replaces the folder at ``path`` (None when there is none)."""
-    try:
-        status = os.stat(path)
-    except OSError:
-        return None
-    return status.st_dev, status.st_ino

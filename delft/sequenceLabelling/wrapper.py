@@ -7,7 +7,6 @@ evaluate (evaluation) / write (output).
 """
 import io
 import itertools
-import json
 import logging
 import os
 import time
@@ -21,12 +20,13 @@ from delft.sequenceLabelling.config import (ModelConfig, TrainingConfig, check_s
                                             field_default, split_settings)
 from delft.sequenceLabelling.model_dir import (CONFIG_FILE, CURVE_FILE,  # noqa: F401
                                                DEFAULT_MODELS_DIR, HISTORY_FILE,
-                                               PREPROCESSOR_FILE, WEIGHTS_FILE, folder_identity,
-                                               read_folder, set_folder_weights)
+                                               PREPROCESSOR_FILE, WEIGHTS_FILE, read_folder,
+                                               set_folder_weights)
 from delft.sequenceLabelling import models
 from delft.utilities import atomic, devices, verbosity
 from delft.utilities.errors import ConfigurationError, DataFormatError, ModelLoadError
 from delft.utilities.Tokenizer import tokenize_with_offsets
+from delft.training.saved_models import load_whole, save_folder, write_history
 from delft.utilities.tracking import started_trackers
 
 logger = logging.getLogger(__name__)
@@ -36,7 +36,6 @@ report_logger = logging.getLogger("delft.report")
 TAG_FILE_CHUNK = 5000
 # DeLFT's Sequence arguments that have nothing to act on here
 IGNORED_ARGUMENTS = ("max_checkpoints_to_keep", "log_dir", "multiprocessing")
-LOAD_ATTEMPTS = 3  # a folder replaced by a concurrent save while it is read is read again
 
 
 class Sequence:
@@ -413,20 +412,10 @@ class Sequence:
         """
         if self.model is None:
             raise ModelLoadError("no model to save: train or load one first")
-        strategy = self._strategy or devices.get_strategy(False)
-        if not devices.is_chief(strategy):  # the chief writes; the others wait until it has
-            devices.wait_for_workers(strategy)
-            return os.path.join(dir_path, self.model_config.model_name)
-        target = os.path.join(dir_path, self.model_config.model_name)
-        with atomic.replaced_directory(target) as staging:
-            self._write_model_files(staging)
-        logger.info("model saved in %s", target)
-        if self._checkpoint_dir:  # the model saved replaces its training's checkpoints
-            from delft.training.checkpoints import remove_checkpoints
-
-            remove_checkpoints(self._checkpoint_dir)
-            self._checkpoint_dir = None
-        devices.wait_for_workers(strategy)
+        target = save_folder(os.path.join(dir_path, self.model_config.model_name),
+                             self._strategy or devices.get_strategy(False),
+                             self._write_model_files, self._checkpoint_dir)
+        self._checkpoint_dir = None
         return target
 
     def _write_model_files(self, folder):
@@ -437,12 +426,9 @@ class Sequence:
         self.p.save(os.path.join(folder, PREPROCESSOR_FILE))
         self.p.save_resources(folder)
         self.model.save_weights(os.path.join(folder, WEIGHTS_FILE))
-        if self.history:
-            with open(os.path.join(folder, HISTORY_FILE), "w") as out:
-                json.dump(self.history, out, indent=1)
-            from delft.sequenceLabelling.trainer import plot_history
+        from delft.sequenceLabelling import trainer
 
-            plot_history(self.history, os.path.join(folder, CURVE_FILE))
+        write_history(folder, self.history, trainer.plot_history)
 
     def load(self, dir_path=DEFAULT_MODELS_DIR, multi_gpu=False):
         """Load ``dir_path/<model_name>/``; a missing or corrupt file, or weights of another
@@ -451,18 +437,8 @@ class Sequence:
         Returns None, as DeLFT's: GROBID runs ``model.load(dir_path=...)`` through JEP, whose
         interactive evaluation would print any value returned.
         """
-        path = os.path.join(dir_path, self.model_config.model_name)
-        for _ in range(LOAD_ATTEMPTS):
-            identity = folder_identity(path)
-            try:
-                self._load_folder(path, multi_gpu)
-            except ModelLoadError:
-                if folder_identity(path) == identity:
-                    raise
-                continue  # replaced by a save while being read: read the new one
-            if folder_identity(path) == identity:
-                return
-        raise ModelLoadError(f"{path}: replaced {LOAD_ATTEMPTS} times while being loaded")
+        load_whole(os.path.join(dir_path, self.model_config.model_name),
+                   lambda path: self._load_folder(path, multi_gpu))
 
     def _load_folder(self, path, multi_gpu):
         _, config, self.p, foreign = read_folder(path)
