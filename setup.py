@@ -33,6 +33,9 @@ setup(
         "matplotlib>=3.9,<4",
         "lmdb>=1.4,<4",
         "tqdm>=4.66,<5",
+        # text classification's clean_text (ISC; DeLFT's Unidecode is GPL); exact: its tables
+        # decide the tokens a trained classifier looks up
+        "anyascii==0.3.3",
     ],
     extras_require={
         # ONNX export (delftExport --format onnx): converter, checker; onnxruntime to run bundles
