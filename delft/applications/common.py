@@ -34,25 +34,28 @@ REFUSED_OPTIONS = {
 }
 
 
-def add_common_options(parser, actions, shown=None, shown_for=None):
-    """The action, one option per config field (help: ``shown`` values, the presets of
-    ``shown_for``), and the options every application has."""
-    from delft.sequenceLabelling.config import ModelConfig, TrainingConfig, add_config_options
-    parser.add_argument("action", choices=list(actions))
-    add_config_options(parser, ModelConfig, TrainingConfig, shown=shown, shown_for=shown_for)
-    parser.add_argument("--input", default=None, help="training/evaluation/tagging data file")
-    parser.add_argument("--output", default=None,
-                        help="directory of saved models (default: data/models/sequenceLabelling/)")
+def add_common_options(parser, toolkit, shown=None, shown_for=None):
+    """The action, one option per config field of ``toolkit``'s configs (help: ``shown`` values,
+    the presets of ``shown_for``), and the options every application has."""
+    from delft.utilities.settings import add_config_options
+
+    parser.add_argument("action", choices=list(toolkit.actions))
+    add_config_options(parser, *toolkit.configs(), shown=shown, shown_for=shown_for)
+    applies = toolkit.actions[-1]  # tag, classify
+    parser.add_argument("--input", default=None, help=f"training/evaluation/{applies} data file")
+    parser.add_argument("--output", default=None, help=f"directory of saved models (default: "
+                                                        f"{toolkit.default_models_dir})")
     parser.add_argument("--input-model", default=None,
-                        help="the model to load (eval, tag, --incremental): its folder, or the "
-                             "directory holding it")
+                        help=f"the model to load (eval, {applies}, --incremental): its folder, "
+                             "or the directory holding it")
     parser.add_argument("--multi-gpu", action="store_true",
                         help="mirror over all GPUs (or DELFT_CPU_REPLICAS logical CPUs)")
     parser.add_argument("--incremental", action="store_true",
                         help="continue training the model of --input-model (or --output)")
-    parser.add_argument("--output-format", default="json", type=str.lower, choices=FORMATS,
-                        help="tag: json (DeLFT's document), tei (TEI, entities as <rs type>) or "
-                             "iob (token<TAB>label lines); any case (default: json)")
+    if toolkit.tags:
+        parser.add_argument("--output-format", default="json", type=str.lower, choices=FORMATS,
+                            help="tag: json (DeLFT's document), tei (TEI, entities as <rs type>) "
+                                 "or iob (token<TAB>label lines); any case (default: json)")
     add_verbose_option(parser)
     parser.add_argument("--use-ELMo", dest="use_ELMo", action="store_true",
                         help=argparse.SUPPRESS)
@@ -67,17 +70,16 @@ def add_verbose_option(parser):
                         help="show TensorFlow's own log lines on stderr (held back by default)")
 
 
-def parse(parser, argv, default_architecture="BidLSTM_CRF"):
+def parse(parser, argv, toolkit):
     """Parse ``argv``; options without effect here are refused in one line, an unknown
-    architecture too (naming the known ones). The namespace is not changed afterwards."""
-    parser.set_defaults(architecture=default_architecture)
+    architecture of ``toolkit`` too (naming the known ones). The namespace is not changed
+    afterwards."""
+    parser.set_defaults(architecture=toolkit.default_architecture)
     args = parser.parse_args(argv)
     for name, reason in REFUSED_OPTIONS.items():
         if getattr(args, name, None):
             raise ConfigurationError(f"--{name.replace('_', '-')}: {reason}")
-    from delft.sequenceLabelling.models import architecture
-
-    architecture(args.architecture)
+    toolkit.architecture(args.architecture)
     return args
 
 
@@ -101,10 +103,11 @@ def held_out_size(num_sequences, share=0.1):
     return math.ceil(num_sequences * share)
 
 
-def check_enough_sequences(action, sets, folds, train_with_validation_set):
+def check_enough_sequences(action, sets, folds, train_with_validation_set, items="sequences"):
     """A one-line error, before TensorFlow starts, when the training data cannot be split as
     ``action`` needs: a test part (train_eval without a test set), a validation part (no
-    validation set given), and at least one sequence to train on (or one per fold)."""
+    validation set given), and at least one sequence (or text: ``items``) to train on (or one
+    per fold)."""
     def trainable(n):
         if action == "train_eval" and sets.test is None:
             n -= held_out_size(n)
@@ -123,8 +126,9 @@ def check_enough_sequences(action, sets, folds, train_with_validation_set):
              "10% of the rest to validate" if sets.valid is None and not train_with_validation_set
              else None,
              None if folds > 1 else "one to train on"]
-    raise ConfigurationError(f"{given} training sequence{'s' if given != 1 else ''}: {action} "
-                             f"needs at least {needed} ({', '.join(p for p in parts if p)})")
+    item = items if given != 1 else items[:-1]
+    raise ConfigurationError(f"{given} training {item}: {action} needs at least {needed} "
+                             f"({', '.join(p for p in parts if p)})")
 
 
 def split(x, y, f, test_size, seed):
@@ -151,12 +155,14 @@ def concatenate(*sets):
 
 def print_scores(scores):
     """The evaluation report on stdout (per fold, then their mean, for n-fold models)."""
-    from delft.sequenceLabelling.evaluation import format_report
+    from delft.utilities.scores import format_report
 
     for k, fold in enumerate(scores.get("folds", [scores])):
         if "folds" in scores:
             print(f"---- fold {k + 1}/{len(scores['folds'])}")
         print(format_report(fold))
+        if "roc_auc" in fold:  # a classifier's
+            print(f"accuracy {fold['accuracy']:.4f}, mean ROC-AUC {fold['roc_auc']:.4f}")
     if "folds" in scores:
         print(f"average micro F1 over {len(scores['folds'])} folds: "
               f"{scores['micro_f1_mean']:.4f} (best fold {scores['best_fold'] + 1})")

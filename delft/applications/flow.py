@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from delft.applications import common
-from delft.sequenceLabelling import presets
+from delft.applications.toolkits import SEQUENCE_LABELLING
 from delft.utilities import atomic
 from delft.utilities.errors import ConfigurationError
 
@@ -26,7 +26,8 @@ class Application:
     """What an application script says about itself.
 
     Attributes:
-        presets: its name in ``delft/sequenceLabelling/presets.py``.
+        presets: its name in its toolkit's presets (``delft/sequenceLabelling/presets.py``,
+            ``delft/textClassification/presets.py``).
         description: the first line of its ``--help``.
         model_name: the folder name of the model of a run, from the parsed options.
         preset_model: the model whose presets apply (GROBID's model name; "" for the others).
@@ -36,7 +37,7 @@ class Application:
         add_options: the application's own options (and positional arguments).
         check: its checks before any data is read (inputs given, readable...).
         train_with_validation_set: whether the options ask to train on the validation set too.
-        default_architecture: the architecture without ``--architecture``.
+        toolkit: the toolkit of its models (``delft/applications/toolkits.py``).
     """
 
     presets: str
@@ -49,7 +50,7 @@ class Application:
     add_options: Callable[[argparse.ArgumentParser], None] = lambda parser: None
     check: Callable[[argparse.Namespace], None] = lambda args: None
     train_with_validation_set: Callable[[argparse.Namespace], bool] = lambda args: False
-    default_architecture: str = "BidLSTM_CRF"
+    toolkit: object = SEQUENCE_LABELLING
 
 
 @dataclass
@@ -69,18 +70,19 @@ def parser(app: Application, argv=None) -> argparse.ArgumentParser:
     """The application's parser; each config option's help gives the value a run of the model
     and ``--architecture`` on the same command line takes."""
     known = _pre_parse(app, argv)
-    architecture_name = known.architecture or app.default_architecture
+    architecture_name = known.architecture or app.toolkit.default_architecture
     try:
         model = app.preset_model(known)
     except AttributeError:  # a positional argument naming the model is missing (--help alone)
         model = None
-    shown = presets.preset(app.presets, model or "", _family(architecture_name))
+    shown = app.toolkit.presets().preset(app.presets, model or "",
+                                         _family(app, architecture_name))
     where = (f"{model}, {architecture_name}" if model else
              f"{app.presets} models, {architecture_name}" if model == "" else
              f"a model without a preset of its own, {architecture_name}")
     result = argparse.ArgumentParser(description=app.description)
     app.add_options(result)
-    common.add_common_options(result, ACTIONS, shown, where)
+    common.add_common_options(result, app.toolkit, shown, where)
     return result
 
 
@@ -105,35 +107,32 @@ class _SilentParser(argparse.ArgumentParser):
         raise ValueError(message)
 
 
-def _family(architecture_name):
-    from delft.sequenceLabelling.models import architecture
-
-    return "transformer" if architecture(architecture_name).uses_transformer else "rnn"
+def _family(app, architecture_name):
+    return "transformer" if app.toolkit.architecture(architecture_name).uses_transformer \
+        else "rnn"
 
 
 def resolve(app: Application, argv=None, check_inputs=True) -> Run:
     """Parse ``argv`` and resolve the run; a user's error is a one-line
     :class:`ConfigurationError` (options without effect here, an unknown architecture, the
     application's checks of its inputs unless ``check_inputs`` is false...)."""
-    from delft.sequenceLabelling.config import (ModelConfig, TrainingConfig, check_name,
-                                                check_settings, config_values)
+    from delft.utilities.settings import check_name, check_values, config_values
 
-    args = common.parse(parser(app, argv), argv, app.default_architecture)
-    family = _family(args.architecture)
-    values = presets.preset(app.presets, app.preset_model(args), family)
-    settings = check_settings(dict(config_values(args, ModelConfig, values),
-                                   **config_values(args, TrainingConfig, values)),
-                              "command line")
+    toolkit = app.toolkit
+    args = common.parse(parser(app, argv), argv, toolkit)
+    values = toolkit.presets().preset(app.presets, app.preset_model(args),
+                                      _family(app, args.architecture))
+    settings = check_values({name: value for config in toolkit.configs()
+                             for name, value in config_values(args, config, values).items()},
+                            toolkit.configs(), "command line")
     if app.train_with_validation_set(args):
         settings["early_stop"] = False
-    from delft.sequenceLabelling.model_dir import DEFAULT_MODELS_DIR
-
-    models_dir = args.output or DEFAULT_MODELS_DIR
+    models_dir = args.output or toolkit.default_models_dir
     model_name = check_name(app.model_name(args), "the model name")
     load_dir, load_name = models_dir, model_name
     if args.input_model:  # the directory holding the model folder, or that folder itself
         load_dir = args.input_model
-        if _is_model_folder(args.input_model) and not \
+        if toolkit.is_model_folder(args.input_model) and not \
                 os.path.isdir(os.path.join(args.input_model, model_name)):
             load_dir, load_name = os.path.split(os.path.abspath(args.input_model))
     if check_inputs:
@@ -143,23 +142,15 @@ def resolve(app: Application, argv=None, check_inputs=True) -> Run:
 
             trackers_for(args.tensorboard, bool(args.report_to_wandb), args.wandb_project,
                          args.wandb_run_id)
-    return Run(args, load_name if args.action in ("eval", "tag") else model_name, models_dir,
-               load_dir, load_name, settings, args.seed)
-
-
-def _is_model_folder(path):
-    from delft.sequenceLabelling.model_dir import FOLDER_WEIGHTS
-
-    return any(os.path.isfile(os.path.join(path, name)) for name in FOLDER_WEIGHTS.values())
+    return Run(args, model_name if args.action in ("train", "train_eval") else load_name,
+               models_dir, load_dir, load_name, settings, args.seed)
 
 
 def resolved_configs(app: Application, argv=None):
     """The ``(ModelConfig, TrainingConfig)`` a training run of ``argv`` starts from (nothing
     trained, TensorFlow not started): what ``--help`` and doc/usage.md's table describe."""
-    from delft.sequenceLabelling import Sequence
-
     run = resolve(app, argv, check_inputs=False)
-    model = Sequence(run.model_name, **run.settings)
+    model = app.toolkit.model(run.model_name, **run.settings)
     return model.model_config, model.training_config
 
 
@@ -184,39 +175,36 @@ def train_eval(app, run):
 
 def evaluate(app, run):
     """Evaluate the saved model on the evaluation data and report."""
-    model, sets, report = _loaded(run, lambda: app.read_eval(run.args))
-    report(_evaluate_file(model, sets, run.args.multi_gpu))
+    model, sets, report = _loaded(app, run, lambda: app.read_eval(run.args))
+    report(_evaluate_file(app, model, sets, run.args.multi_gpu))
 
 
 def tag(app, run):
     """Tag with the saved model as the application says (a file, texts, stdout...)."""
-    model, _, _ = _loaded(run, common.DataSets)
+    model, _, _ = _loaded(app, run, common.DataSets)
     app.tag(model, run.args)
 
 
-ACTIONS = {"train": train, "train_eval": train_eval, "eval": evaluate, "tag": tag}
+ACTIONS = {"train": train, "train_eval": train_eval, "eval": evaluate, "tag": tag,
+           "classify": tag}
 
 
-def _loaded(run, read_sets):
+def _loaded(app, run, read_sets):
     """``(model, data, report)``: the saved model of ``run`` (its folder checked before the data
     is read and TensorFlow starts), the data it will be used on, and this worker's report
     function."""
-    from delft.sequenceLabelling import Sequence
-    from delft.sequenceLabelling.model_dir import read_model_config
-
-    config = read_model_config(os.path.join(run.load_dir, run.load_name))
+    config = app.toolkit.read_model_config(os.path.join(run.load_dir, run.load_name))
     sets = read_sets()
-    strategy = _strategy(run, config.architecture)
-    model = Sequence(run.load_name)
+    strategy = _strategy(app, run, config.architecture)
+    model = app.toolkit.model(run.load_name)
     model.load(run.load_dir, multi_gpu=run.args.multi_gpu)
     return model, sets, _report(strategy)
 
 
-def _strategy(run, architecture_name):
-    from delft.sequenceLabelling.models import architecture
+def _strategy(app, run, architecture_name):
     from delft.utilities import devices
 
-    devices.configure_cpu_ops(architecture(architecture_name).uses_transformer)
+    devices.configure_cpu_ops(app.toolkit.architecture(architecture_name).uses_transformer)
     return devices.get_strategy(run.args.multi_gpu)
 
 
@@ -230,21 +218,18 @@ def _report(strategy):
 def _fit(app, run, evaluate):
     """Train ``run``'s model on the application's data (checks first, then the data, then
     TensorFlow), evaluate it when asked, save it."""
-    from delft.sequenceLabelling import Sequence
-    from delft.sequenceLabelling.model_dir import read_model_config
-    from delft.utilities import devices
-
+    toolkit = app.toolkit
     args = run.args
     action = "train_eval" if evaluate else "train"
     if args.incremental:
-        read_model_config(os.path.join(run.load_dir, run.load_name))
+        toolkit.read_model_config(os.path.join(run.load_dir, run.load_name))
     atomic.check_folder_destination(os.path.join(run.models_dir, run.model_name))
-    model = Sequence(run.model_name, **run.settings)
+    model = toolkit.model(run.model_name, **run.settings)
     sets = app.read_train(args)
     folds = model.training_config.fold_number
     with_validation = app.train_with_validation_set(args)
-    common.check_enough_sequences(action, sets, folds, with_validation)
-    strategy = _strategy(run, model.model_config.architecture)
+    common.check_enough_sequences(action, sets, folds, with_validation, toolkit.items)
+    strategy = _strategy(app, run, model.model_config.architecture)
     report = _report(strategy)
     seed = _training_seed(run, model, strategy)
     model.training_config.seed = seed
@@ -255,25 +240,25 @@ def _fit(app, run, evaluate):
         train_set, valid = common.concatenate(train_set, valid), None
     elif valid is None:
         train_set, valid = common.split(*train_set, 0.1, seed)
-    logger.info("%d train sequences, %d validation sequences%s", len(train_set[0]),
-                0 if valid is None else len(valid[0]),
-                f", {len(test[0])} evaluation sequences" if evaluate else "")
+    items = toolkit.items
+    logger.info("%d train %s, %d validation %s%s", len(train_set[0]), items,
+                0 if valid is None else len(valid[0]), items,
+                f", {len(test[0])} evaluation {items}" if evaluate else "")
     if args.incremental:
         training_config = model.training_config
         model.model_config.model_name = run.load_name
         model.load(run.load_dir, multi_gpu=args.multi_gpu)
         model.model_config.model_name = run.model_name
         model.training_config = training_config
-    valid = valid or (None, None, None)
     if folds > 1:
-        model.train_nfold(*train_set[:2], f_train=train_set[2], multi_gpu=args.multi_gpu)
+        toolkit.train_nfold(model, train_set, args.multi_gpu)
     else:
         from delft.training.checkpoints import checkpoint_dir  # imports TensorFlow
 
-        model.train(*train_set, *valid, incremental=args.incremental, multi_gpu=args.multi_gpu,
-                    checkpoint_dir=checkpoint_dir(run.models_dir, run.model_name))
+        toolkit.train(model, train_set, valid, args.incremental, args.multi_gpu,
+                      checkpoint_dir(run.models_dir, run.model_name))
     if evaluate:
-        report(model.eval(*test, multi_gpu=args.multi_gpu))
+        report(toolkit.evaluate(model, test, args.multi_gpu))
     model.save(run.models_dir)
 
 
@@ -284,8 +269,8 @@ def _training_seed(run, model, strategy):
     import secrets
 
     from delft.training.checkpoints import checkpoint_dir, saved_seed
-    from delft.sequenceLabelling.config import SEED_LIMIT
     from delft.utilities import devices
+    from delft.utilities.settings import SEED_LIMIT
 
     seed = run.seed
     if seed is None and model.training_config.resume:
@@ -299,14 +284,14 @@ def _training_seed(run, model, strategy):
     return seed
 
 
-def _evaluate_file(model, sets, multi_gpu):
+def _evaluate_file(app, model, sets, multi_gpu):
     """``model.eval`` on ``sets.test``; features it was not trained on are a file:line error."""
     from delft.sequenceLabelling.feature_columns import FeatureColumnsError
 
     if sets.test is None:
         raise ConfigurationError("eval needs evaluation data")
     try:
-        return model.eval(*sets.test, multi_gpu=multi_gpu)
+        return app.toolkit.evaluate(model, sets.test, multi_gpu)
     except FeatureColumnsError as error:
         if sets.test_file is None:
             raise

@@ -13,10 +13,10 @@ from typing import List, Optional
 from delft.training.batching import LENGTH_GROUPS, POOL_BATCHES
 from delft.utilities.errors import ConfigurationError
 # the settings machinery, shared with text classification (imported from here before)
-from delft.utilities.settings import (SEED_LIMIT, add_config_options, check_fields,  # noqa: F401
-                                      check_name, checked_value, cli_fields, config_values,
-                                      default_of, field_types, option,
-                                      settings_of_each)
+from delft.utilities.settings import (SEED_LIMIT, TrackingSettings,  # noqa: F401
+                                      add_config_options, check_fields, check_name, check_values,
+                                      checked_value, cli_fields, config_values, default_of,
+                                      field_types, option, settings_of_each)
 
 COMPUTE_DTYPES = ("float32", "mixed_bfloat16", "mixed_float16")
 LR_SCHEDULES = ("plateau", "exponential")
@@ -100,7 +100,7 @@ class ModelConfig:
 
 
 @dataclass
-class TrainingConfig:
+class TrainingConfig(TrackingSettings):
     """How a model is trained; not needed to tag, so not saved with the model."""
 
     optimizer: str = option("adam", "accepted for DeLFT scripts: Adam (AdamW for transformers)",
@@ -135,15 +135,6 @@ class TrainingConfig:
     weight_decay: float = option(0.01, "AdamW weight decay (transformers)", minimum=0.0)
     warmup_ratio: float = option(0.1, "share of the steps of linear warm-up (transformers)",
                                  minimum=0.0, maximum=1.0)
-    tensorboard: Optional[str] = option(
-        None, "write TensorBoard scalars (each epoch) and the per-label validation F1 (at the "
-              "end) under this folder")
-    report_to_wandb: bool = option(
-        False, "report to Weights & Biases as DeLFT does (pip install wandb; WANDB_API_KEY, or "
-               "WANDB_MODE=offline)", flag="--wandb")
-    wandb_project: Optional[str] = option(
-        None, "Weights & Biases project (default: WANDB_PROJECT, else wandb's own)")
-    wandb_run_id: Optional[str] = option(None, "Weights & Biases run to continue")
 
     def resolved_learning_rate(self, uses_transformer):
         if self.learning_rate is not None:
@@ -182,8 +173,4 @@ def check_settings(settings, source):
     """Check the values of ``settings`` (field name -> value, of either config) as
     :func:`check_fields` does, without building a config: what a call or a command line passes
     on its own (a tagging batch size). Returns the values, ints of float fields made floats."""
-    hints = dict(field_types(ModelConfig), **field_types(TrainingConfig))
-    fields = {f.name: f for cls in (ModelConfig, TrainingConfig) for f in dataclasses.fields(cls)}
-    split_settings(settings, source)  # an unknown name is one line
-    return {name: checked_value(fields[name], hints[name], value, source)
-            for name, value in settings.items()}
+    return check_values(settings, (ModelConfig, TrainingConfig), source)

@@ -183,17 +183,12 @@ class Sequence:
             return
         if self.uses_transformer:
             raise ConfigurationError("static word embeddings go with the RNN family only")
-        from delft.utilities.Embeddings import open_embeddings, open_model_embeddings
+        from delft.utilities.Embeddings import embeddings_for_model
 
-        if loading_from is None:
-            embeddings = open_embeddings(name)
-        else:
-            embeddings = open_model_embeddings(name, loading_from,
-                                               self.model_config.word_embedding_size)
+        embeddings = embeddings_for_model(name, loading_from,
+                                          self.model_config.word_embedding_size)
         self.model_config.word_embedding_size = embeddings.embed_size
         self.p.embeddings = embeddings
-        logger.info("word embeddings %s: %d words of %d values", name, embeddings.vocab_size,
-                    embeddings.embed_size)
 
     def _encode_for_training(self, x, features):
         size = None if self.uses_transformer else self.model_config.max_sequence_length

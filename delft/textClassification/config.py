@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import List, Optional
 
 from delft.utilities.errors import ConfigurationError
-from delft.utilities.settings import SEED_LIMIT, check_fields, option, settings_of_each
+from delft.utilities.settings import (SEED_LIMIT, TrackingSettings, check_fields, option,
+                                      settings_of_each)
 
 LR_SCHEDULES = ("none", "plateau", "exponential")
 # what DeLFT 1.2.0 learns for a word when no pre-trained vectors are given
@@ -73,7 +74,7 @@ class ModelConfig:
 
 
 @dataclass
-class TrainingConfig:
+class TrainingConfig(TrackingSettings):
     """How a classifier is trained; not needed to classify, so not saved with the model."""
 
     learning_rate: Optional[float] = option(

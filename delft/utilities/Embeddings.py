@@ -402,3 +402,16 @@ def open_model_embeddings(name: str, folder: str, size: int) -> Embeddings:
         raise ModelLoadError(f"{folder}: the model was trained on {size}-wide vectors, the "
                              f"embeddings {name!r} have {embeddings.embed_size}")
     return embeddings
+
+
+def embeddings_for_model(name, loading_from=None, size=None):
+    """The word embeddings ``name`` of a model: opened by name for a training, or, for the model
+    folder ``loading_from`` being loaded, checked against it (:func:`open_model_embeddings`,
+    ``size``-wide vectors)."""
+    if loading_from is None:
+        embeddings = open_embeddings(name)
+    else:
+        embeddings = open_model_embeddings(name, loading_from, size)
+    logger.info("word embeddings %s: %d words of %d values", name, embeddings.vocab_size,
+                embeddings.embed_size)
+    return embeddings

@@ -7,7 +7,8 @@ import argparse
 import dataclasses
 import math
 import typing
-from dataclasses import field
+from dataclasses import dataclass, field
+from typing import Optional
 
 from delft.utilities.Utilities import parse_number_ranges, t_or_f
 from delft.utilities.errors import ConfigurationError
@@ -151,10 +152,11 @@ def default_of(f):
 
 def config_values(args, config_class, defaults=None):
     """Field values of ``config_class`` from parsed ``args``: the option when given, else
-    ``defaults[name]`` (the presets), else nothing (the field's own default applies)."""
+    ``defaults[name]`` (the presets, which may also set fields that are not options), else
+    nothing (the field's own default applies)."""
     values = {}
-    for f in cli_fields(config_class):
-        given = getattr(args, f.name, None)
+    for f in dataclasses.fields(config_class):
+        given = getattr(args, f.name, None) if f.metadata["cli"] else None
         if given is not None:
             values[f.name] = given
         elif defaults and f.name in defaults:
@@ -173,3 +175,33 @@ def settings_of_each(settings, config_classes, source="settings"):
         raise TypeError(f"{source}: unknown setting {unknown[0]!r} (settings: "
                         f"{', '.join(sorted(known))})")
     return tuple({k: v for k, v in settings.items() if k in fields} for fields in names)
+
+
+def check_values(settings, config_classes, source):
+    """Check the values of ``settings`` (field name -> value, of any of ``config_classes``) as
+    :func:`check_fields` does, without building a config: what a call or a command line passes
+    on its own. Returns the values, ints of float fields made floats; an unknown name is one
+    line."""
+    settings_of_each(settings, config_classes, source)
+    hints, fields = {}, {}
+    for cls in config_classes:
+        hints.update(field_types(cls))
+        fields.update({f.name: f for f in dataclasses.fields(cls)})
+    return {name: checked_value(fields[name], hints[name], value, source)
+            for name, value in settings.items()}
+
+
+@dataclass
+class TrackingSettings:
+    """Where a training reports its progress (delft.utilities.tracking): the fields every
+    toolkit's training config has."""
+
+    tensorboard: Optional[str] = option(
+        None, "write TensorBoard scalars (each epoch) and the per-label validation scores (at "
+              "the end) under this folder")
+    report_to_wandb: bool = option(
+        False, "report to Weights & Biases as DeLFT does (pip install wandb; WANDB_API_KEY, or "
+               "WANDB_MODE=offline)", flag="--wandb")
+    wandb_project: Optional[str] = option(
+        None, "Weights & Biases project (default: WANDB_PROJECT, else wandb's own)")
+    wandb_run_id: Optional[str] = option(None, "Weights & Biases run to continue")

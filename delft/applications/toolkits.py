@@ -1,0 +1,130 @@
+"""What the one CLI flow (flow.py) needs of each toolkit: its configs, presets, architectures,
+model class and folders, and how its model trains and evaluates on an application's data.
+
+Everything is imported when asked: a command resolves its options and checks its inputs before
+TensorFlow starts.
+"""
+import os
+
+
+class SequenceLabelling:
+    """The tagger (``Sequence``): data ``(tokens, labels, features)``."""
+
+    items = "sequences"
+    actions = ("train", "train_eval", "eval", "tag")
+    default_architecture = "BidLSTM_CRF"
+    default_models_dir = "data/models/sequenceLabelling/"
+    tags = True  # its tag action writes json, TEI or iob (--output-format)
+
+    @staticmethod
+    def configs():
+        from delft.sequenceLabelling.config import ModelConfig, TrainingConfig
+
+        return ModelConfig, TrainingConfig
+
+    @staticmethod
+    def presets():
+        from delft.sequenceLabelling import presets
+
+        return presets
+
+    @staticmethod
+    def architecture(name):
+        from delft.sequenceLabelling.models import architecture
+
+        return architecture(name)
+
+    @staticmethod
+    def model(name, **settings):
+        from delft.sequenceLabelling import Sequence
+
+        return Sequence(name, **settings)
+
+    @staticmethod
+    def read_model_config(path):
+        from delft.sequenceLabelling.model_dir import read_model_config
+
+        return read_model_config(path)
+
+    @staticmethod
+    def is_model_folder(path):
+        from delft.sequenceLabelling.model_dir import FOLDER_WEIGHTS
+
+        return any(os.path.isfile(os.path.join(path, name)) for name in FOLDER_WEIGHTS.values())
+
+    @staticmethod
+    def train(model, train_set, valid, incremental, multi_gpu, checkpoint_dir):
+        model.train(*train_set, *(valid or (None, None, None)), incremental=incremental,
+                    multi_gpu=multi_gpu, checkpoint_dir=checkpoint_dir)
+
+    @staticmethod
+    def train_nfold(model, train_set, multi_gpu):
+        model.train_nfold(*train_set[:2], f_train=train_set[2], multi_gpu=multi_gpu)
+
+    @staticmethod
+    def evaluate(model, test, multi_gpu):
+        return model.eval(*test, multi_gpu=multi_gpu)
+
+
+class TextClassification:
+    """The classifier (``Classifier``): data ``(texts, class names, None)``."""
+
+    items = "texts"
+    actions = ("train", "train_eval", "eval", "classify")
+    default_architecture = "gru"
+    default_models_dir = "data/models/textClassification/"
+    tags = False
+
+    @staticmethod
+    def configs():
+        from delft.textClassification.config import ModelConfig, TrainingConfig
+
+        return ModelConfig, TrainingConfig
+
+    @staticmethod
+    def presets():
+        from delft.textClassification import presets
+
+        return presets
+
+    @staticmethod
+    def architecture(name):
+        from delft.textClassification.models import architecture
+
+        return architecture(name)
+
+    @staticmethod
+    def model(name, **settings):
+        from delft.textClassification import Classifier
+
+        return Classifier(name, **settings)
+
+    @staticmethod
+    def read_model_config(path):
+        from delft.textClassification.model_dir import read_classifier_folder
+
+        return read_classifier_folder(path)[0]
+
+    @staticmethod
+    def is_model_folder(path):
+        from delft.textClassification.model_dir import CONFIG_FILE
+
+        return os.path.isfile(os.path.join(path, CONFIG_FILE))
+
+    @staticmethod
+    def train(model, train_set, valid, incremental, multi_gpu, checkpoint_dir):
+        x_valid, y_valid = (valid or (None, None, None))[:2]
+        model.train(train_set[0], train_set[1], x_valid=x_valid, y_valid=y_valid,
+                    incremental=incremental, multi_gpu=multi_gpu, checkpoint_dir=checkpoint_dir)
+
+    @staticmethod
+    def train_nfold(model, train_set, multi_gpu):
+        model.train_nfold(train_set[0], train_set[1], multi_gpu=multi_gpu)
+
+    @staticmethod
+    def evaluate(model, test, multi_gpu):
+        return model.eval(test[0], test[1], multi_gpu=multi_gpu)
+
+
+SEQUENCE_LABELLING = SequenceLabelling()
+TEXT_CLASSIFICATION = TextClassification()
