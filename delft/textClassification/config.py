@@ -47,8 +47,8 @@ class ModelConfig:
     transformer_name: Optional[str] = option(
         None, "bert: Hugging Face checkpoint (a local directory, a hub name from its cache "
               "offline, or a registered name)", flag="--transformer")
-    fold_number: int = option(1, "train this many models on folds (n-fold)", flag="--fold-count",
-                              minimum=1)
+    fold_number: int = option(1, "how many models were trained on folds (their predictions "
+                                 "are combined)", minimum=1, cli=False)
     delft_version: str = option("", "the delft version that saved the model", cli=False)
 
     def save(self, path):
@@ -87,6 +87,8 @@ class TrainingConfig(TrackingSettings):
         None, "clip gradients to this global norm, 0 for none (default: 1 for the GRU "
               "architectures, as DeLFT's RMSprop, 5 for the others)", minimum=0.0)
     max_epoch: int = option(60, "most epochs to train", minimum=1)
+    fold_number: int = option(1, "train this many models on folds (n-fold)", flag="--fold-count",
+                              minimum=1)
     early_stop: bool = option(True, "stop when validation ROC-AUC stops improving (true|false)")
     patience: int = option(5, "epochs without a better validation ROC-AUC before stopping",
                            minimum=1)

@@ -40,6 +40,14 @@ def _base_type(annotation):
     return typing.get_origin(annotation) or annotation
 
 
+def _item_type(annotation):
+    """``int`` for ``Optional[List[int]]``, ``str`` for ``List[str]``..."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) is typing.Union and len(args) == 1:
+        return _item_type(args[0])
+    return args[0] if typing.get_origin(annotation) is list and args else None
+
+
 def check_fields(config, source):
     """Raise a one-line :class:`ConfigurationError` naming the first field of the wrong type, out
     of its range, not a finite number, or a name that is not one path component; returns
@@ -72,9 +80,12 @@ def checked_value(f, hint, value, source):
         raise ConfigurationError(f"{source}: {f.name} must be {_kind(expected)}, not {value!r}")
     if expected is float and not math.isfinite(value):
         raise ConfigurationError(f"{source}: {f.name} must be a finite number, not {value!r}")
-    if expected is list and not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
-                                    for v in value):
+    if expected is list and _item_type(hint) is int and not all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
         raise ConfigurationError(f"{source}: {f.name} must be a list of indices, not {value!r}")
+    if expected is list and _item_type(hint) is str and not all(isinstance(v, str)
+                                                                for v in value):
+        raise ConfigurationError(f"{source}: {f.name} must be a list of strings, not {value!r}")
     if meta.get("min") is not None and value < meta["min"]:
         raise ConfigurationError(f"{source}: {f.name} must be >= {meta['min']}, not {value!r}")
     if meta.get("max") is not None and value > meta["max"]:

@@ -1,0 +1,45 @@
+"""Class probabilities of encoded texts, sharded across the strategy's replicas.
+
+Each global batch (consecutive texts) is split across the replicas; the probabilities gathered
+back are put in input order by the row index every slice carries, so the output is the same on 1
+or N devices. The compiled step is traced once and kept for the life of the predictor.
+"""
+import numpy as np
+import tensorflow as tf
+
+from delft.training.batching import ReplicaFeeder, global_batch_size, prefetched
+
+
+class ClassPredictor:
+    """Probabilities [texts, classes] of a :class:`~delft.textClassification.preprocess.TextCorpus`
+    on the given strategy."""
+
+    def __init__(self, model, preprocessor, strategy):
+        self.model = model
+        self.strategy = strategy
+        self.classes = len(preprocessor.list_classes)
+        self.feeder = ReplicaFeeder(strategy, preprocessor)
+        # no autograph: no Python control flow on tensors in the step
+        self._step = tf.function(self._predict_step, autograph=False,
+                                 input_signature=self.feeder.step_signature(False))
+
+    def _predict_step(self, slices):
+        def replica_fn(groups):
+            (batch,) = groups
+            return self.model(batch, training=False), batch["index"]
+
+        outputs = self.strategy.run(replica_fn, args=(self.feeder.distribute(slices),))
+        return tuple(self.strategy.gather(value, axis=0) for value in outputs)
+
+    def predict(self, corpus, batch_size):
+        """The class probabilities (float32) of every row of ``corpus``, in input order."""
+        batch_size = global_batch_size(batch_size, self.strategy.num_replicas_in_sync)
+        order = np.arange(corpus.num_rows)
+        batches = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+        probabilities = np.zeros((corpus.num_rows, self.classes), dtype=np.float32)
+        slices = (self.feeder.slices(corpus, rows) for rows in batches)
+        for parts in (prefetched(slices) if len(batches) > 1 else slices):
+            values, index = (value.numpy() for value in self._step(parts))
+            kept = index >= 0  # a replica without a row of its own had a copy weighing 0
+            probabilities[index[kept]] = values[kept]
+        return probabilities

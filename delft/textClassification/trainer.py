@@ -1,0 +1,80 @@
+"""Training of a classifier: the shared epoch loop (:mod:`delft.training.loop`) on batches drawn at
+random, early stopping on the validation set's mean ROC-AUC, DeLFT's optimizers.
+
+The optimizer is DeLFT's for the architecture: RMSprop (rho 0.9) for the GRU architectures with
+gradients clipped at a global norm of 1, AdamW with warm-up then linear decay for ``bert``, Adam
+for the others (gradients clipped at 5, as DeLFT 1.2.0).
+"""
+import dataclasses
+
+import keras
+
+from delft.textClassification.evaluation import class_scores, mean_roc_auc
+from delft.textClassification.predictor import ClassPredictor
+from delft.training.batching import batches_per_epoch, length_bucketed_batches
+from delft.training.loop import EpochTrainer, warmup_then_decay, with_loss_scaling
+
+RMSPROP_ARCHITECTURES = ("gru", "gru_simple", "gru_lstm")
+
+
+def resolved_clip(training_config, architecture_name):
+    """The gradient clipping norm a training of ``architecture_name`` takes: the config's, else
+    DeLFT's (1 with RMSprop, 5 otherwise).
+
+    >>> from delft.textClassification.config import TrainingConfig
+    >>> resolved_clip(TrainingConfig(), "gru"), resolved_clip(TrainingConfig(clip_gradients=0.0), "cnn")
+    (1.0, 0.0)
+    """
+    if training_config.clip_gradients is not None:
+        return training_config.clip_gradients
+    return 1.0 if architecture_name in RMSPROP_ARCHITECTURES else 5.0
+
+
+class ClassifierTrainer(EpochTrainer):
+    """Fit a classifier on a :class:`~delft.textClassification.preprocess.TextCorpus`; keeps the
+    weights of the epoch of best validation ROC-AUC."""
+
+    metric = "val_roc_auc"
+
+    def __init__(self, model, preprocessor, training_config, strategy, batch_size,
+                 architecture_name, uses_transformer=False, trackers=()):
+        self.architecture_name = architecture_name
+        training_config = dataclasses.replace(
+            training_config, clip_gradients=resolved_clip(training_config, architecture_name))
+        super().__init__(model, preprocessor, training_config, strategy, batch_size,
+                         uses_transformer, trackers)
+        self.predictor = ClassPredictor(model, preprocessor, strategy)
+
+    def train(self, train_corpus, train_labels, valid_corpus=None, valid_truth=None,
+              checkpoints_claim=None):
+        """Train on ``train_labels`` (:meth:`TextPreprocessor.label_rows`); with a validation
+        set (its one-hot ``valid_truth``), stop early on its ROC-AUC."""
+        validation = None if valid_corpus is None else (valid_corpus, valid_truth)
+        return self.fit(train_corpus, train_labels, validation, checkpoints_claim)
+
+    def epoch_batches(self, corpus, rng):
+        return length_bucketed_batches(corpus.row_length, self.batch_size, rng, 1)
+
+    def steps_per_epoch(self, corpus):
+        return batches_per_epoch(corpus.num_rows, self.batch_size, 1)
+
+    def validation_score(self, validation):
+        corpus, truth = validation
+        return mean_roc_auc(truth, self.predictor.predict(corpus, self.batch_size))
+
+    def validation_report(self, validation):
+        corpus, truth = validation
+        return class_scores(truth, self.predictor.predict(corpus, self.batch_size),
+                            self.preprocessor.list_classes)
+
+    def make_optimizer(self, total_steps):
+        rate = self.config.resolved_learning_rate(self.uses_transformer)
+        if self.uses_transformer:
+            optimizer = keras.optimizers.AdamW(
+                learning_rate=warmup_then_decay(rate, total_steps, self.config),
+                weight_decay=self.config.weight_decay)
+        elif self.architecture_name in RMSPROP_ARCHITECTURES:
+            optimizer = keras.optimizers.RMSprop(learning_rate=rate, rho=0.9, epsilon=1e-7)
+        else:
+            optimizer = keras.optimizers.Adam(learning_rate=rate)
+        return with_loss_scaling(optimizer, self.loss_scaling)

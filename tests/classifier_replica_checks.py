@@ -1,0 +1,78 @@
+"""1-device vs 2-replica checks of the classifier, run in a subprocess with DELFT_CPU_REPLICAS=2
+by test_classifier.py.
+
+Each check prints one JSON line ``{"check": name, ...numbers...}``; the test asserts on them, so the
+2 logical CPU devices never leak into the rest of the test session.
+"""
+import json
+import os
+import sys
+
+assert os.environ.get("DELFT_CPU_REPLICAS") == "2", "run with DELFT_CPU_REPLICAS=2"
+
+import numpy as np  # noqa: E402
+
+import delft  # noqa: E402,F401  (configures the logical devices before TF starts)
+from delft.textClassification import Classifier  # noqa: E402
+from delft.textClassification.trainer import ClassifierTrainer  # noqa: E402
+from delft.utilities import devices  # noqa: E402
+from classifier_data import CLASSES, data  # noqa: E402
+from multi_replica_checks import relative_difference, variable_type  # noqa: E402
+
+def classifier(texts, strategy, architecture):
+    model = Classifier("copyright_" + architecture, architecture=architecture,
+                       list_classes=CLASSES, dropout=0.0, maxlen=24, batch_size=64, max_epoch=1,
+                       early_stop=False, seed=3)
+    model._new_preprocessor(texts)
+    model.model = model._build(strategy, model.p)
+    model.models = [model.model]
+    model._strategy = strategy
+    return model
+
+
+def one_step(architecture):
+    """The same first step (64 texts, one global batch) on 1 device and on 2 replicas."""
+    texts, labels = data()
+    texts, labels = texts[:64], labels[:64]
+    weights = {}
+    for replicas, multi_gpu in ((1, False), (2, True)):
+        strategy = devices.get_strategy(multi_gpu)
+        assert strategy.num_replicas_in_sync == replicas
+        model = classifier(texts, strategy, architecture)
+        if replicas == 1:
+            start = model.model.get_weights()
+        else:
+            model.model.set_weights(start)
+            mirrored = variable_type(model.model)
+        trainer = ClassifierTrainer(model.model, model.p, model.training_config, strategy, 64,
+                                    architecture)
+        one_hot = np.eye(3, dtype=np.float32)[[CLASSES.index(label) for label in labels]]
+        history = trainer.train(model.p.encode(texts), model.p.label_rows(one_hot))
+        weights[replicas] = (model.model.get_weights(), history[0]["loss"])
+    moved = relative_difference(weights[1][0], start)
+    return dict(difference=relative_difference(weights[2][0], weights[1][0]), moved=moved,
+                loss_1=weights[1][1], loss_2=weights[2][1], variable=mirrored)
+
+
+def sharded_prediction():
+    """A trained model's probabilities of 1,001 texts (batch 64: a ragged last batch) on 1 device
+    and on 2 replicas, in input order."""
+    texts, labels = data()
+    model = Classifier("copyright_gru", list_classes=CLASSES, maxlen=24, batch_size=64,
+                       max_epoch=2, seed=5)
+    model.train(texts, labels)
+    many = [texts[i % len(texts)] + (" extra" * (i % 4)) for i in range(1001)]
+    one = model.predict(many, "array")
+    two = model.predict(many, "array", multi_gpu=True)
+    document = model.predict(many[:3], "json", multi_gpu=True)
+    return dict(difference=float(np.max(np.abs(one - two))), rows=len(two),
+                same_classes=int(np.sum(one.argmax(1) == two.argmax(1))),
+                texts_in_order=[c["text"] for c in document["classifications"]] == many[:3])
+
+
+if __name__ == "__main__":
+    for name in sys.argv[1:]:
+        if name.startswith("one_step:"):
+            print(json.dumps(dict(check=name, **one_step(name.split(":")[1]))), flush=True)
+        elif name == "sharded_prediction":
+            print(json.dumps(dict(check=name, **sharded_prediction())), flush=True)

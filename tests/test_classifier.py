@@ -1,0 +1,197 @@
+"""DeLFT's ``Classifier``: train, eval, predict, save, load, n-fold, 1 vs 2 replicas, GROBID's
+shipped classifier, and what is refused in one line."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+from conftest import (GROBID_MODELS, GROBID_MODELS_REFERENCE, REPO_ROOT, delft_stderr_lines,
+                      run_python)
+from classifier_data import CLASSES, data
+from delft.utilities.errors import ModelLoadError
+
+CHECKS = REPO_ROOT / "tests" / "classifier_replica_checks.py"
+
+
+def trained(**settings):
+    from delft.textClassification import Classifier
+
+    texts, labels = data()
+    model = Classifier("copyright_gru", list_classes=CLASSES, maxlen=24, batch_size=32,
+                       max_epoch=settings.pop("max_epoch", 6), seed=1, **settings)
+    model.train(texts, labels)
+    return model
+
+
+@pytest.fixture(scope="module")
+def model():
+    return trained()
+
+
+def test_training_learns_the_classes_and_keeps_the_best_epoch(model):
+    texts, labels = data()
+    scores = model.eval(texts[:60], labels[:60])
+    assert scores["accuracy"] > 0.9 and scores["roc_auc"] > 0.95
+    best = max(record["val_roc_auc"] for record in model.history)
+    assert model.history and all(np.isfinite(r["loss"]) for r in model.history)
+    assert best >= model.history[0]["val_roc_auc"]
+    assert list(scores["labels"]) == CLASSES  # the table in the classes' order
+    assert str(scores).splitlines()[2].split()[0] == "publisher"
+
+
+def test_predict_json_is_delft_046s_document(model):
+    texts = ["Elsevier press rights", "the authors themselves"]
+    document = model.predict(texts, "json", use_main_thread_only=True)
+    assert set(document) == {"software", "date", "model", "classifications"}
+    assert document["software"] == "DeLFT" and document["model"] == "copyright_gru"
+    for text, entry in zip(texts, document["classifications"]):
+        assert list(entry) == ["text"] + CLASSES and entry["text"] == text
+        assert all(isinstance(entry[c], float) and 0 <= entry[c] <= 1 for c in CLASSES)
+    array = model.predict(texts, "array")
+    assert array.shape == (2, 3)
+    np.testing.assert_allclose(array[1], [document["classifications"][1][c] for c in CLASSES])
+    assert array[0].argmax() == 0 and array[1].argmax() == 1
+
+
+def test_save_then_load_gives_the_same_probabilities(model, tmp_path):
+    from delft.textClassification import Classifier
+
+    texts = data()[0][:50]
+    model.save(str(tmp_path))
+    folder = tmp_path / "copyright_gru"
+    assert sorted(os.listdir(folder)) == ["config.json", "history.json", "model.weights.h5",
+                                          "preprocessor.json", "training_curve.png"]
+    config = json.loads((folder / "config.json").read_text())
+    assert config["list_classes"] == CLASSES and config["vocab_size"] == len(
+        json.loads((folder / "preprocessor.json").read_text())["vocabulary"])
+    loaded = Classifier("copyright_gru")
+    assert loaded.load(dir_path=str(tmp_path)) is None
+    np.testing.assert_array_equal(loaded.predict(texts, "array"), model.predict(texts, "array"))
+    loaded.config.batch_size = 7  # what GROBID sets
+    loaded.config.max_sequence_length = 3000  # GROBID sets it too; a classifier reads maxlen
+    np.testing.assert_allclose(loaded.predict(texts, "array"), model.predict(texts, "array"),
+                               atol=1e-6)
+
+
+def test_nfold_models_combine_by_geometric_mean(tmp_path):
+    from delft.textClassification import Classifier
+
+    folds = trained(fold_number=3, max_epoch=2)
+    assert len(folds.models) == 3
+    texts = data()[0][:20]
+    each = [folds._predictor(m, folds._strategy).predict(folds.p.encode(texts), 32)
+            for m in folds.models]
+    np.testing.assert_allclose(folds.predict(texts, "array"),
+                               np.exp(np.mean(np.log(each), axis=0)), rtol=1e-5)
+    folds.save(str(tmp_path))
+    assert {"model-0.weights.h5", "model-2.weights.h5"} <= set(os.listdir(tmp_path /
+                                                                        "copyright_gru"))
+    loaded = Classifier("copyright_gru")
+    loaded.load(str(tmp_path))
+    np.testing.assert_allclose(loaded.predict(texts, "array"), folds.predict(texts, "array"),
+                               atol=1e-6)
+
+
+@pytest.mark.parametrize("call,expected", [
+    (lambda m: m.predict("one text"), "texts must be a list of texts, not a str: to classify "
+                                      "one text, pass [text]"),
+    (lambda m: m.predict(["a", 3]), "texts[1] must be a text (a str), not a int"),
+    (lambda m: m.eval(["a"], ["nobody"]), "evaluation data: class 'nobody' is not one of the "
+                                          "model's classes (publisher, authors, undecided)"),
+    (lambda m: m.eval(["a", "b"], ["authors"]), "evaluation data has 2 texts and 1 classes"),
+])
+def test_bad_arguments_are_one_sentence(model, call, expected):
+    with pytest.raises((TypeError, ValueError)) as raised:
+        call(model)
+    assert str(raised.value) == expected
+
+
+def test_a_damaged_folder_is_one_line(model, tmp_path):
+    from delft.textClassification import Classifier
+
+    model.save(str(tmp_path))
+    folder = tmp_path / "copyright_gru"
+    preprocessor = json.loads((folder / "preprocessor.json").read_text())
+    (folder / "preprocessor.json").write_text(json.dumps(dict(preprocessor,
+                                                              vocabulary=["a", "b"])))
+    with pytest.raises(ModelLoadError, match="vocabulary must be distinct words after <PAD>"):
+        Classifier("copyright_gru").load(str(tmp_path))
+    (folder / "preprocessor.json").unlink()
+    with pytest.raises(ModelLoadError, match="preprocessor.json is missing"):
+        Classifier("copyright_gru").load(str(tmp_path))
+
+
+@pytest.mark.parametrize("architecture", ["gru", "cnn"])
+def test_one_step_on_two_replicas_equals_one_device(architecture):
+    done = run_python([CHECKS, f"one_step:{architecture}"], timeout=300, DELFT_CPU_REPLICAS=2)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["variable"] == "MirroredVariable"
+    assert result["moved"] > 1e-3  # the step did something
+    assert result["difference"] <= 1e-5, result
+    assert result["loss_1"] == pytest.approx(result["loss_2"], rel=1e-5)
+
+
+def test_sharded_prediction_keeps_the_order_and_the_values():
+    done = run_python([CHECKS, "sharded_prediction"], timeout=300, DELFT_CPU_REPLICAS=2)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["rows"] == 1001 and result["same_classes"] == 1001
+    assert result["difference"] <= 1e-5 and result["texts_in_order"]
+
+
+# -- GROBID's shipped classifier ---------------------------------------------------------------
+
+@pytest.mark.skipif(not (GROBID_MODELS_REFERENCE / "delft-0.4.6" / "copyright_gru.json").is_file(),
+                    reason="the shared sample of GROBID's models is absent")
+def test_shipped_copyright_gru_gives_delft_046s_probabilities(standin_registry):
+    from delft.textClassification import Classifier
+
+    reference = json.loads((GROBID_MODELS_REFERENCE / "delft-0.4.6" /
+                            "copyright_gru.json").read_text(encoding="utf-8"))
+    model = Classifier("copyright_gru")
+    model.load(dir_path=str(GROBID_MODELS))
+    result = model.predict(reference["texts"], "json", use_main_thread_only=True)
+    expected = reference["result"]["classifications"]
+    assert len(result["classifications"]) == len(expected) == 120
+    worst = 0.0
+    for got, want in zip(result["classifications"], expected):
+        assert list(got) == list(want) and got["text"] == want["text"]
+        worst = max(worst, max(abs(got[c] - want[c]) for c in ("publisher", "authors",
+                                                                 "undecided")))
+    assert worst <= 1e-4, worst
+    with pytest.raises(Exception, match="read as it is, not saved again"):
+        model.save("/nonexistent")
+
+
+def test_delft1_classifier_folders_are_refused_in_one_line(tmp_path):
+    from delft.textClassification import Classifier
+
+    folder = tmp_path / "copyright_gru"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"architecture": "gru",
+                                                    "list_classes": CLASSES}))
+    (folder / "model.safetensors").write_bytes(b"")
+    with pytest.raises(ModelLoadError, match="a DeLFT 1.x .PyTorch. classifier"):
+        Classifier("copyright_gru").load(str(tmp_path))
+
+
+def test_library_writes_nothing_on_stdout(capsys):
+    trained(max_epoch=1)
+    assert capsys.readouterr().out == ""
+
+
+def test_cli_messages_are_tensorflow_free(tmp_path):
+    """A sanity check of the CLI's stderr: only delft's lines."""
+    csv = tmp_path / "data.csv"
+    texts, labels = data()
+    csv.write_text("".join(f'"{t}",{label},CC-BY\n' for t, label in zip(texts, labels)))
+    done = run_python([REPO_ROOT / "delft" / "applications" / "licenseClassifier.py", "train",
+                       "--task", "copyright", "--input", csv, "--output", tmp_path / "models",
+                       "--max-epoch", "1", "--maxlen", "24", "--seed", "1"], cwd=tmp_path,
+                      timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = delft_stderr_lines(done.stderr)
+    assert lines[0].startswith("216 train texts, 24 validation texts"), lines
+    assert (tmp_path / "models" / "copyright_gru" / "model.weights.h5").is_file()
