@@ -12,7 +12,7 @@ TESTS = Path(__file__).resolve().parent / "tests"
 sys.path.insert(0, str(TESTS))
 
 # data files and scripts the tests run in subprocesses, not modules to import
-collect_ignore = ["tests/data", "setup.py", "tests/multi_replica_checks.py"]
+collect_ignore = ["tests/data", "setup.py", "tests/multi_replica_checks.py", "tests/classifier_replica_checks.py"]
 
 
 @pytest.fixture(autouse=True, scope="session")

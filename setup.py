@@ -52,6 +52,8 @@ setup(
             "nerTagger=delft.applications.nerTagger:command",
             "insultTagger=delft.applications.insultTagger:command",
             "delftExport=delft.applications.export:command",
+            "licenseClassifier=delft.applications.licenseClassifier:command",
+            "citationClassifier=delft.applications.citationClassifier:command",
         ],
     },
 )
