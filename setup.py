@@ -25,8 +25,8 @@ setup(
         "tokenizers==0.23.3",
         "safetensors==0.8.0",
         "numpy>=2.4,<2.5",
-        # TensorFlow's dtypes (>=0.5.1): 0.7.0's extension takes 0.55 s to load, 0.6.0's 5 ms;
-        # every command and GROBID's start-up import it (import tensorflow 3.8 s -> 3.2 s)
+        # TensorFlow's dtypes (>=0.5.1): 0.7.0's extension loads much more slowly than 0.6.0's, and
+        # every command and GROBID's start-up import it (doc/benchmarks.md, "Start-up")
         "ml_dtypes>=0.6,<0.7",
         "scikit-learn>=1.9,<1.10",
         "h5py>=3.14,<3.15",

@@ -53,8 +53,7 @@ def in_process(epochs, seed, repeats):
     results = {"without": [], "with": []}
     for repeat in range(repeats):
         # alternate which goes first: a second training in one process runs its epochs faster or
-        # slower than the first (measured 102 against 91 ms with a fixed order, 85 against 89 ms
-        # rotated), which would be counted as the checkpoints' cost
+        # slower than the first, which a fixed order would count as the checkpoints' cost
         for label in (("without", "with") if repeat % 2 == 0 else ("with", "without")):
             directory = tempfile.mkdtemp() if label == "with" else None
             model = Sequence("date-BidLSTM_CRF", max_epoch=epochs, early_stop=False, batch_size=60,

@@ -11,9 +11,9 @@
    SIGKILLed at a random moment (uniform over three durations of its first save, after it). After
    each kill the target folder is loaded (Sequence.load) and tags a date; staging folders the
    kill left are counted. A last save must remove them all. The child is a fresh interpreter
-   (about 5 s to start and load on a quiet 2-core machine, 20 s on a busy one), or with --fork a
-   fork of this process, model loaded (the same save code, killed alike, in milliseconds;
-   TensorFlow does not support fork, so a child that hangs is reported as such).
+   (it imports TensorFlow and loads the model before each kill), or with --fork a fork of this
+   process, model loaded (the same save code, killed alike, without that start-up; TensorFlow
+   does not support fork, so a child that hangs is reported as such).
 
 Without --models-dir a date model is trained first (2 epochs, the shipped sample).
 """

@@ -30,7 +30,7 @@ import pytest
 from conftest import GROBID_MODELS, GROBID_MODELS_REFERENCE, REPO_ROOT, SAMPLE_DATE, \
     crf_sequences, delft_stderr_lines, subprocess_env, unlabelled_matrix
 
-# two CLI trainings, two JVMs and one Python side by side on 2 cores: 70-140 s
+# two CLI trainings, two JVMs and one Python side by side
 pytestmark = pytest.mark.slow
 
 HARNESS = REPO_ROOT / "tests" / "jep" / "GrobidLikeClient.java"

@@ -211,7 +211,7 @@ def check_matrix_file(path, option):
     """``path`` if it is a readable GROBID feature matrix whose first sequence parses, else a
     one-line error, before any model loads. The rest is read as it is tagged: a malformed line
     further on ends the run, and the output, written to a temporary file, is not left partial
-    (a whole pass first would add about a seventh to the tagging time of a large file)."""
+    (a whole pass first would read and parse a large file twice)."""
     from delft.sequenceLabelling.reader import iter_data_crf_file
 
     readable_file(path, option)

@@ -4,9 +4,9 @@
 becomes ONNX's own ``LSTM`` operator and ``UniqueV2`` (the de-duplication of token rows in
 :class:`~delft.sequenceLabelling.layers.char_encoder.CharEncoder`) ONNX's ``Unique``. Both map one
 op to one fused ONNX op: ONNX Runtime then runs a whole LSTM direction in one kernel, where a
-formulation from standard ops would become an ONNX ``Loop`` over time steps, about an order of
-magnitude slower at GROBID's batch 1 (``benchmarks/export_throughput.py``). The handlers are
-passed per conversion (``custom_op_handlers``): importing this module registers nothing globally.
+formulation from standard ops would become an ONNX ``Loop`` over time steps, several kernel
+calls per step (doc/export.md, "Converters"). The handlers are passed per conversion
+(``custom_op_handlers``): importing this module registers nothing globally.
 """
 import numpy as np
 

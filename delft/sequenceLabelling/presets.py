@@ -7,9 +7,9 @@ else the application's common preset, else the field's default (:func:`preset`).
 
 Per-model values are DeLFT 1.2.0's applications' (batch size, max sequence length, max epoch).
 Recurrent dropout is 0 for the RNN models of every application: DeLFT 1.2.0 trains without it in
-effect (a single-layer torch LSTM ignores it), scored 97.1 eval F1 on date where DeLFT 0.4.6's
-true recurrent dropout of 0.5 scored 88.1, and Keras' fused GPU LSTM kernel needs it at 0
-(doc/usage.md, "Defaults").
+effect (a single-layer torch LSTM ignores it) and scores better on date than DeLFT 0.4.6 with a
+true recurrent dropout (benchmarks/results/history.md, "Recipe choices"), and Keras' fused GPU
+LSTM kernel needs it at 0 (doc/usage.md, "Defaults").
 
 >>> preset("grobid", "date", "rnn")["batch_size"], preset("ner", "any", "transformer")["max_epoch"]
 (60, 15)

@@ -259,8 +259,8 @@ def log_partition(potentials, lengths, transitions, start, end):
 
     The gradient is written out (forward-backward: the tag and transition marginals) instead of
     differentiated through the forward loop: Keras and TF then trace and run one backward loop
-    of a few ops instead of the autodiff of every forward op (name-citation's train step, whose
-    CRF is a quarter of its time).
+    of a few ops instead of the autodiff of every forward op (doc/benchmarks.md, "CRF loss and
+    gradient").
     """
     unary = tf.transpose(potentials, [1, 0, 2])  # time-major
     # [T, B]: the steps the marginals count; the loops test ``t < lengths`` per step instead

@@ -48,9 +48,9 @@ def keras_hub_module(name):
     """Import ``name``, a keras-hub module, without TensorFlow Text when keras-hub is not loaded.
 
     keras-hub imports ``tensorflow_text`` whenever it is installed (for its own tokenizers; ours
-    are Hugging Face's, from ``transformers``): 117 MB of resident memory that a training never
-    uses. Hidden while keras-hub loads, it is an optional import keras-hub does without; it stays
-    importable afterwards for anyone who wants it.
+    are Hugging Face's, from ``transformers``): resident memory that a training never uses
+    (doc/benchmarks.md, "Start-up"). Hidden while keras-hub loads, it is an optional import
+    keras-hub does without; it stays importable afterwards for anyone who wants it.
     """
     if "keras_hub" in sys.modules or "tensorflow_text" in sys.modules:
         return importlib.import_module(name)
@@ -77,7 +77,7 @@ ENCODERS = {
 def exact_gelu(x):
     """GELU with the exact erf, as ``torch.nn.functional.gelu``; for training it keeps only ``x``
     for the backward pass (autodiff of the composite formula keeps four more tensors of the
-    feed-forward's width per layer: a third of the peak memory of a MiniLM fine-tuning step).
+    feed-forward's width per layer, the widest activations of an encoder).
 
     >>> x = tf.constant([-1.0, 0.0, 2.0])
     >>> np.allclose(exact_gelu(x), keras.activations.gelu(x, approximate=False))
