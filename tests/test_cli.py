@@ -20,6 +20,7 @@ SCRIPT = "delft/applications/grobidTagger.py"
 SAMPLE = SAMPLE_DATE.relative_to(REPO_ROOT)
 SAVED = "date-BidLSTM_CRF"  # under --output: the folder name GROBID loads
 NUMBER = r"(\d+\.\d+)"
+TEXTS = ["January 2006", "March the 27th, 2001", " on  April 27, 2001. . "]  # DeLFT's tag examples
 
 
 def start(*args):
@@ -62,11 +63,19 @@ def tag_input(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def after_training(cli_models, tag_input):
-    """eval, tag (iob) and tag (json) on the saved model, run side by side."""
+def text_input(tmp_path_factory):
+    path = tmp_path_factory.mktemp("text_input") / "dates.txt"
+    path.write_text("".join(f"{text}\n" for text in TEXTS), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def after_training(cli_models, tag_input, text_input):
+    """eval, tag (iob, json, a text file) on the saved model, run side by side."""
     output, _ = cli_models
     path, _ = tag_input
     processes = {
+        "text": start("date", "tag", "--file-in", text_input, "--output", output),
         "eval": start("date", "eval", "--input", SAMPLE, "--output", output),
         "iob": start("date", "tag", "--input", path, "--output", output, "--output-format", "iob"),
         "json": start("date", "tag", "--input", path, "--output", output),
@@ -160,6 +169,14 @@ def test_tag_json_stdout_is_json(after_training, tag_input):
     assert [item["text"] for item in document["texts"]] == [" ".join(t) for t in expected_tokens]
 
 
+def test_tag_file_in_tags_its_lines(after_training):
+    result = after_training["text"]
+    assert_ok(result)
+    document = json.loads(result[1])
+    assert [item["text"] for item in document["texts"]] == TEXTS
+    assert all("entities" in item for item in document["texts"])
+
+
 # -- user errors: one line on stderr, no traceback --------------------------------------------------
 BAD_FILES = {
     "ragged": (b"June june I-<month>\n2005 2005 X I-<year>\n", 2),
@@ -187,6 +204,8 @@ def error_runs(tmp_path_factory):
         "BidLSTM_NOPE"))
     runs["missing_input"] = (folder / "absent.train", start(
         "date", "train", "--input", folder / "absent.train", "--output", folder / "out"))
+    runs["missing_file_in"] = (folder / "absent.txt", start(
+        "date", "tag", "--file-in", folder / "absent.txt", "--output", folder / "out"))
     results = {name: (path, finish(process)) for name, (path, process) in runs.items()}
     results["out_dir"] = folder / "out"
     return results
@@ -227,8 +246,9 @@ def test_unknown_architecture(error_runs):
     assert "BidLSTM_NOPE" in line and "BidLSTM_CRF" in line
 
 
-def test_missing_input_file(error_runs):
-    path, result = error_runs["missing_input"]
+@pytest.mark.parametrize("name", ["missing_input", "missing_file_in"])
+def test_missing_input_file(error_runs, name):
+    path, result = error_runs[name]
     line = one_error_line(result)
     assert str(path) in line
 

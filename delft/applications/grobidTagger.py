@@ -3,12 +3,15 @@
     python delft/applications/grobidTagger.py date train_eval [--input FILE] [--multi-gpu]
     python delft/applications/grobidTagger.py date train --input FILE --output GROBID_HOME/models
     python delft/applications/grobidTagger.py date tag --input FILE.crf --output-format iob
+    python delft/applications/grobidTagger.py date tag --file-in texts.txt
 
 Any model name is accepted (DeLFT's per-model defaults apply to the ones it knows:
 ``delft/sequenceLabelling/presets.py``; ``--help`` after the model name shows its values). Without
 ``--input`` the newest ``data/sequenceLabelling/grobid/<model>/<model>-YYMMDD.train[.gz]`` is used.
 Models are saved as ``<output>/<model>-<architecture>[-<suffix>]/`` when ``--output`` is given (the
 folder GROBID loads), else as ``data/models/sequenceLabelling/grobid-<model>-<architecture>/``.
+tag labels a GROBID feature matrix (``--input``) or the lines of a text file (``--file-in``, one
+text per line, tokenised as DeLFT does: models without features only, as DeLFT's tag of raw texts).
 """
 import datetime
 import logging
@@ -86,9 +89,16 @@ def saved_name(args):
 
 def check(args):
     if args.action == "tag":
-        if not args.input:
-            raise ConfigurationError("tag needs --input (a GROBID feature matrix file)")
-        common.check_matrix_file(args.input, "--input")
+        if args.input and args.file_in:
+            raise ConfigurationError("tag: give --input (a GROBID feature matrix file) or "
+                                     "--file-in (a text file), not both")
+        if args.file_in:
+            common.check_text_file(args.file_in, "--file-in")
+        elif args.input:
+            common.check_matrix_file(args.input, "--input")
+        else:
+            raise ConfigurationError("tag needs --input (a GROBID feature matrix file) or "
+                                     "--file-in (a text file, one text per line)")
         if args.file_out:
             common.check_output_file(args.file_out, "--file-out")
 
@@ -112,8 +122,17 @@ def read_eval(args):
 
 
 def tag(model, args):
-    model.tag_file(args.input, args.output_format, args.file_out, batch_size=args.batch_size,
-                   multi_gpu=args.multi_gpu, input_format="crf")
+    if args.file_in:
+        from delft.sequenceLabelling.models import architecture
+
+        name = model.model_config.architecture
+        if architecture(name).features:
+            raise ConfigurationError(f"--file-in {args.file_in}: a {name} model reads GROBID's "
+                                     "feature columns, which a text has not; give --input FILE "
+                                     "(a feature matrix)")
+    model.tag_file(args.file_in or args.input, args.output_format, args.file_out,
+                   batch_size=args.batch_size, multi_gpu=args.multi_gpu,
+                   input_format="text" if args.file_in else "crf")
 
 
 APPLICATION = flow.Application(
