@@ -206,6 +206,8 @@ def error_runs(tmp_path_factory):
         "date", "train", "--input", folder / "absent.train", "--output", folder / "out"))
     runs["missing_file_in"] = (folder / "absent.txt", start(
         "date", "tag", "--file-in", folder / "absent.txt", "--output", folder / "out"))
+    runs["train_folds"] = (None, start(
+        "date", "train", "--input", SAMPLE, "--output", folder / "out", "--fold-count", "2"))
     results = {name: (path, finish(process)) for name, (path, process) in runs.items()}
     results["out_dir"] = folder / "out"
     return results
@@ -244,6 +246,15 @@ def test_unknown_architecture(error_runs):
     _, result = error_runs["unknown_architecture"]
     line = one_error_line(result)
     assert "BidLSTM_NOPE" in line and "BidLSTM_CRF" in line
+
+
+def test_fold_count_with_train_is_refused(error_runs):
+    """A folder keeps one model, the best fold, which only evaluation picks (DeLFT's save of
+    unevaluated folds writes no weights): train refuses --fold-count before training."""
+    _, result = error_runs["train_folds"]
+    line = one_error_line(result)
+    assert "--fold-count" in line and "train_eval" in line
+    assert not (error_runs["out_dir"] / SAVED).exists()
 
 
 @pytest.mark.parametrize("name", ["missing_input", "missing_file_in"])

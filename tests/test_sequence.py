@@ -16,6 +16,7 @@ from conftest import loaded_sequence, MODEL_NAME, crf_sequences, token_accuracy,
 from delft.sequenceLabelling import Sequence, evaluation
 from delft.sequenceLabelling.tagger import get_entities_with_offsets
 from delft.utilities.Tokenizer import tokenizeAndFilterSimple, tokenize_with_offsets
+from delft.utilities.errors import ConfigurationError
 
 TEI_NS = "{http://www.tei-c.org/ns/1.0}"
 DATE_TYPES = {"<day>", "<month>", "<year>"}
@@ -411,7 +412,7 @@ def test_a_tie_with_the_best_epoch_keeps_the_later_weights_and_training_going(tr
     assert any(not np.array_equal(a, b) for a, b in zip(seen[-1], seen[0]))
 
 
-def test_nfold_validates_every_sequence_once(trained_date, monkeypatch):
+def test_nfold_validates_every_sequence_once(trained_date, monkeypatch, tmp_path):
     x, y = trained_date.x_train[:61], trained_date.y_train[:61]  # 61: not a multiple of 3
     model = Sequence("date-nfold", max_epoch=1, batch_size=30, recurrent_dropout=0.0, seed=1,
                      fold_number=3)
@@ -437,6 +438,9 @@ def test_nfold_validates_every_sequence_once(trained_date, monkeypatch):
     assert sorted(len(c[1]) for c in calls) == [20, 20, 21]
     assert len(model.models) == 3
     assert len({id(m) for m, _ in model.models}) == 3
+    with pytest.raises(ConfigurationError, match="3 fold models and none chosen: eval"):
+        model.save(str(tmp_path))  # no fold chosen yet: nothing written
+    assert list(tmp_path.iterdir()) == []
     scores = model.eval(trained_date.x_eval, trained_date.y_eval)
     assert len(scores["folds"]) == 3
     f1s = [fold["micro"]["f1"] for fold in scores["folds"]]
@@ -445,6 +449,10 @@ def test_nfold_validates_every_sequence_once(trained_date, monkeypatch):
     assert scores["best_fold"] == int(np.argmax(f1s))
     tagged = model.tag(trained_date.x_eval[:3], None)
     assert [len(p) for p in tagged] == [len(s) for s in trained_date.x_eval[:3]]
+    model.save(str(tmp_path))  # the best fold
+    reloaded = Sequence("date-nfold")
+    reloaded.load(str(tmp_path))
+    assert reloaded.tag(trained_date.x_eval[:3], None) == tagged
 
 
 def test_incremental_training_grows_the_model(trained_date, tmp_path):

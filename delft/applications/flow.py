@@ -137,6 +137,10 @@ def resolve(app: Application, argv=None, check_inputs=True) -> Run:
             load_dir, load_name = os.path.split(os.path.abspath(args.input_model))
     if check_inputs:
         app.check(args)
+        if args.action == "train" and settings.get("fold_number", 1) > 1 and \
+                not toolkit.saves_folds:
+            raise ConfigurationError("--fold-count with train: a model folder keeps one model, "
+                                     "the best fold, which only evaluation picks; use train_eval")
         if args.action in ("train", "train_eval"):  # a tracker that cannot report: say it now
             from delft.utilities.tracking import trackers_for
 

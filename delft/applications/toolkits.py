@@ -15,6 +15,7 @@ class SequenceLabelling:
     default_architecture = "BidLSTM_CRF"
     default_models_dir = "data/models/sequenceLabelling/"
     tags = True  # its tag action writes json, TEI or iob (--output-format)
+    saves_folds = False  # a folder holds one model: eval keeps the best of n folds (as DeLFT)
 
     @staticmethod
     def configs():
@@ -74,6 +75,7 @@ class TextClassification:
     default_architecture = "gru"
     default_models_dir = "data/models/textClassification/"
     tags = False
+    saves_folds = True  # a folder holds the n fold models, averaged at prediction (as DeLFT)
 
     @staticmethod
     def configs():

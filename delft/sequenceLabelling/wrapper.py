@@ -220,7 +220,7 @@ class Sequence:
 
         The arguments are in DeLFT's order (which differs from :meth:`train`'s).
         ``x_valid``/``y_valid`` are not needed (each fold validates on its held-out part) and,
-        as in DeLFT, not used.
+        as in DeLFT, not used. :meth:`eval` then keeps the best fold, the one :meth:`save` writes.
         """
         folds = self.training_config.fold_number
         order = np.random.default_rng(self.training_config.seed).permutation(len(x_train))
@@ -407,6 +407,9 @@ class Sequence:
         """
         if self.model is None:
             raise ModelLoadError("no model to save: train or load one first")
+        if len(self.models) > 1:  # as DeLFT's save, which writes no weights then
+            raise ConfigurationError(f"{len(self.models)} fold models and none chosen: eval "
+                                     "keeps the best fold, then save writes it")
         target = save_folder(os.path.join(dir_path, self.model_config.model_name),
                              self._strategy or devices.get_strategy(False),
                              self._write_model_files, self._checkpoint_dir)
