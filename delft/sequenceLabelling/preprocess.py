@@ -3,7 +3,8 @@
 A corpus is encoded once into *rows* (a row is a sequence, or a window of one when a sequence is
 longer than what the model takes), and a batch of rows is padded on demand. Tokens are interned in
 a table per corpus so that the characters of a token that occurs 10,000 times are looked up once and
-a batch's character tensor is one numpy gather.
+a batch's character tensor is one numpy gather; per-token ids (tokens, features, labels) are held
+flat (:class:`~delft.sequenceLabelling.token_arrays.TokenArrays`), a batch's rows one gather.
 
 :class:`Preprocessor` is what every model family's preprocessor is (the label, character and feature
 vocabularies, and JSON persistence); :class:`WordPreprocessor` is the RNN family's, and
@@ -12,7 +13,8 @@ vocabularies, and JSON persistence); :class:`WordPreprocessor` is the RNN family
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence
+from itertools import chain
+from typing import Dict, List, Optional
 
 import numpy as np
 
@@ -20,6 +22,8 @@ from delft.sequenceLabelling.casing import CASING_INDEX, casing_class
 from delft.sequenceLabelling.feature_columns import (DEFAULT_FEATURES_VOCABULARY_SIZE,
                                                      FeatureColumnsError, distinct_values,
                                                      select_columns)
+from delft.sequenceLabelling.token_arrays import (TokenArrays, char_table, feature_ids,
+                                                  first_bad_width, intern_tokens, sequence_lengths)
 from delft.sequenceLabelling.vocabularies import (  # noqa: F401 - imported from here too
     PAD_INDEX, UNKNOWN_INDEX, LabelVocabulary, feature_map, id_map, positive_count)
 from delft.sequenceLabelling.windows import rows_from_windows
@@ -56,14 +60,12 @@ class EncodedCorpus:
         return len(self.row_sequence)
 
 
-def pad_rows(corpus: EncodedCorpus, rows: np.ndarray, per_sequence: Sequence[np.ndarray],
-             width: int, tail=()) -> np.ndarray:
-    """The rows ``rows`` of per-sequence arrays (labels, feature ids), zero-padded to ``width``."""
-    out = np.zeros((len(rows), width) + tuple(tail), dtype=np.int32)
-    for i, r in enumerate(rows):
-        start, n = corpus.row_offset[r], corpus.row_length[r]
-        out[i, :n] = per_sequence[corpus.row_sequence[r]][start:start + n]
-    return out
+def pad_rows(corpus: EncodedCorpus, rows: np.ndarray, per_token: TokenArrays,
+             width: int) -> np.ndarray:
+    """The rows ``rows`` of per-token ids of ``corpus``'s sequences (tokens, features, labels),
+    zero-padded to ``width``."""
+    return per_token.padded(corpus.row_sequence[rows], corpus.row_offset[rows],
+                            corpus.row_length[rows], width)
 
 
 class Preprocessor:
@@ -101,7 +103,7 @@ class Preprocessor:
     # -- vocabularies -------------------------------------------------------------------------
     def fit(self, x, y, features=None) -> Dict[str, list]:
         """Build (or, called again, extend) the vocabularies; returns what was new."""
-        new_chars = sorted({c for seq in x for token in seq for c in token} -
+        new_chars = sorted(set("".join(chain.from_iterable(x))) -
                            set(self.char_index)) if self.uses_chars else []
         for c in new_chars:
             self.char_index[c] = len(self.char_index)
@@ -140,12 +142,11 @@ class Preprocessor:
         takes any row holding the columns it reads)."""
         accepted = set(self.feature_widths)
         least = max(self.features_indices) + 1 if self.features_indices else 0
-        for s, seq in enumerate(features):
-            for t, row in enumerate(seq):
-                if (len(row) not in accepted) if accepted else len(row) < least:
-                    raise FeatureColumnsError(
-                        s, t, len(row), " or ".join(map(str, self.feature_widths)) or
-                        f"at least {least}")
+        bad = first_bad_width(features, accepted.__contains__ if accepted else
+                              least.__le__)
+        if bad is not None:
+            raise FeatureColumnsError(*bad, " or ".join(map(str, self.feature_widths)) or
+                                      f"at least {least}")
 
     def checked_feature_chunks(self, chunks, path):
         """The ``(x, f)`` chunks of the file ``path``, in order, as they come; for a model that
@@ -181,51 +182,29 @@ class Preprocessor:
         return self.label_vocabulary.decode(ids)
 
     # -- encoding shared by the families ------------------------------------------------------
-    @staticmethod
-    def intern_tokens(x):
-        """``(token_index, token_rows)``: an id per distinct token (from 1) and each sequence's ids."""
-        token_index = {}
-        token_rows = [np.fromiter((token_index.setdefault(t, len(token_index) + 1) for t in seq),
-                                  dtype=np.int32, count=len(seq)) for seq in x]
-        return token_index, token_rows
-
     def char_data(self, token_index) -> dict:
         """The character ids of each distinct token (``char_table``) and their count."""
-        char_table = np.zeros((len(token_index) + 1, self.max_char_length), dtype=np.int32)
-        char_get = self.char_index.get
-        for token, row in token_index.items():
-            ids = [char_get(c, UNKNOWN_INDEX) for c in token[:self.max_char_length]]
-            char_table[row, :len(ids)] = ids
-        return {"char_table": char_table, "char_lengths": (char_table > 0).sum(axis=1)}
+        table = char_table(list(token_index), self.char_index, self.max_char_length)
+        return {"char_table": table, "char_lengths": (table > 0).sum(axis=1)}
 
     def features_data(self, features) -> dict:
-        """``{"features": per-sequence id arrays}`` for a model trained with features, else {}."""
+        """``{"features": the feature ids of every token (TokenArrays)}`` for a model trained with
+        features, else {}."""
         if not self.feature_index:
             return {}
         if features is None:
             raise ValueError("this model was trained with features: pass features=")
         self.check_feature_columns(features)
-        encoded = []
-        for seq in features:
-            array = np.zeros((len(seq), len(self.features_indices)), dtype=np.int32)
-            for t, token_features in enumerate(seq):
-                for j, (column, vocab) in enumerate(zip(self.features_indices, self.feature_index)):
-                    array[t, j] = vocab.get(token_features[column], UNKNOWN_INDEX)
-            encoded.append(array)
-        return {"features": encoded}
+        return {"features": TokenArrays(feature_ids(features, self.features_indices,
+                                                    self.feature_index),
+                                        sequence_lengths(features))}
 
     @staticmethod
     def token_matrix(corpus, rows, width=None):
         """Interned token ids of the rows ``rows``, zero-padded to ``width`` (default: the
         longest row): [rows, words]."""
-        lengths = corpus.row_length[rows]
         width = batch_width(corpus, rows) if width is None else width
-        tokens = np.zeros((len(rows), width), dtype=np.int32)
-        for i, r in enumerate(rows):
-            start = corpus.row_offset[r]
-            tokens[i, :lengths[i]] = corpus.data["token_rows"][corpus.row_sequence[r]][
-                start:start + lengths[i]]
-        return tokens
+        return pad_rows(corpus, rows, corpus.data["token_ids"], width)
 
     @staticmethod
     def chars_of(corpus, tokens):
@@ -235,8 +214,7 @@ class Preprocessor:
 
     def add_features_and_labels(self, batch, corpus, rows, width, label_ids=None):
         if "features" in corpus.data:
-            batch["features"] = pad_rows(corpus, rows, corpus.data["features"], width,
-                                         (len(self.features_indices),))
+            batch["features"] = pad_rows(corpus, rows, corpus.data["features"], width)
         if label_ids is not None:
             batch["labels"] = pad_rows(corpus, rows, label_ids, width)
         return batch
@@ -372,9 +350,9 @@ class WordPreprocessor(Preprocessor):
         ``window_stride`` is smaller; by default every sequence is one row, whatever its length
         (an RNN tags whole sequences, never truncated).
         """
-        token_index, token_rows = self.intern_tokens(x)
-        lengths = np.fromiter((len(seq) for seq in x), dtype=np.int64, count=len(x))
-        data = {"token_rows": token_rows, **self.char_data(token_index)}
+        token_index, token_ids = intern_tokens(x)
+        lengths = sequence_lengths(x)
+        data = {"token_ids": token_ids, **self.char_data(token_index)}
         if self.embeddings is not None:
             table = np.zeros((len(token_index) + 1, self.embeddings.embed_size), dtype=np.float32)
             if token_index:

@@ -1,6 +1,8 @@
 """Vocabularies: labels to ids and back, and the checks a saved vocabulary passes before a model
 folder is used (each a ``ValueError`` naming the field: the loader makes it a one-line
 ``ModelLoadError`` naming the file)."""
+from itertools import chain, repeat
+
 import numpy as np
 
 PAD_INDEX = 0
@@ -26,9 +28,14 @@ class LabelVocabulary:
         return new
 
     def encode(self, label_sequences):
+        """The label ids of every sequence, as :class:`~delft.sequenceLabelling.token_arrays.TokenArrays`."""
+        from delft.sequenceLabelling.token_arrays import TokenArrays, sequence_lengths
+
         outside = self.index.get("O", 0)
-        return [np.fromiter((self.index.get(label, outside) for label in seq), dtype=np.int32,
-                            count=len(seq)) for seq in label_sequences]
+        labels = list(chain.from_iterable(label_sequences))
+        ids = np.fromiter(map(self.index.get, labels, repeat(outside)), dtype=np.int32,
+                          count=len(labels))
+        return TokenArrays(ids, sequence_lengths(label_sequences))
 
     def decode(self, ids):
         return self._names[np.asarray(ids, dtype=np.int64)].tolist()

@@ -102,10 +102,13 @@ def rows_from_windows(sequence_lengths: Sequence[int], size: Optional[int] = Non
     >>> [a.tolist() for a in rows_from_windows([2, 5], size=3)]
     [[0, 1, 1], [0, 0, 3], [2, 3, 2], [0, 0, 0], [2, 3, 2]]
     """
+    lengths = np.array(sequence_lengths, dtype=np.int64)
+    if not size or not len(lengths) or lengths.max() <= size:  # a row per sequence, whole
+        return [np.arange(len(lengths), dtype=np.int64), np.zeros_like(lengths), lengths,
+                np.zeros_like(lengths), lengths.copy()]
     spans = []
     for s, length in enumerate(sequence_lengths):
-        for start, end, keep_from, keep_to in (windows(length, size, stride) if size else
-                                               [(0, length, 0, length)]):
+        for start, end, keep_from, keep_to in windows(length, size, stride):
             spans.append((s, start, end - start, keep_from, keep_to))
     return window_table(spans)
 

@@ -14,6 +14,7 @@ from delft.sequenceLabelling.transformers.checkpoint import (
     ENCODER_LIMIT, check_checkpoint, checked_encoder_config, encoder_positions,
     load_tokenizer, model_resources_dir, read_encoder_config, resolve_transformer,
     write_model_resources)
+from delft.sequenceLabelling.token_arrays import intern_tokens, sequence_lengths
 from delft.sequenceLabelling.windows import subtoken_windows, window_table
 from delft.utilities.errors import ConfigurationError, ModelLoadError
 
@@ -139,14 +140,14 @@ class TransformerPreprocessor(Preprocessor):
         """Encode token sequences into rows that fit the encoder (``window_size`` is not used:
         rows are windows of at most :attr:`subtoken_limit` subtokens, at training and tagging,
         ``window_stride`` subtokens apart, by default the model's own)."""
-        token_index, token_rows = self.intern_tokens(x)
+        token_index, token_ids = intern_tokens(x)
         pieces = [np.zeros(0, np.int32)] + self.word_subtokens(list(token_index))
         counts = np.fromiter((len(p) for p in pieces), dtype=np.int64, count=len(pieces))
         budget = self.budget
         stride = self.window_stride if window_stride is None else window_stride
         flats, starts, spans, widths = [], [], [], []
         windowed = 0
-        for s, ids in enumerate(token_rows):
+        for s, ids in enumerate(token_ids):
             word_counts = counts[ids]
             starts.append(np.concatenate([[0], np.cumsum(word_counts)]).astype(np.int32))
             flats.append(np.concatenate([pieces[i] for i in ids]) if len(ids) else
@@ -159,10 +160,10 @@ class TransformerPreprocessor(Preprocessor):
         if windowed:
             logger.info("%d sequences longer than %d subtokens are cut into overlapping windows "
                         "(no word dropped)", windowed, self.subtoken_limit)
-        lengths = np.fromiter((len(seq) for seq in x), dtype=np.int64, count=len(x))
+        lengths = sequence_lengths(x)
         data = {"subtokens": flats, "word_offsets": starts}
         if self.uses_chars:
-            data.update(token_rows=token_rows, **self.char_data(token_index))
+            data.update(token_ids=token_ids, **self.char_data(token_index))
         data.update(self.features_data(features))
         prefix, suffix, _, _ = self._special_tokens()
         widths = np.asarray(widths, dtype=np.int64) + len(prefix) + len(suffix)
