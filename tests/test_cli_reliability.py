@@ -125,8 +125,8 @@ def refused(files):
         "one_sequence": ([*train, "--input", d / "one.train", "--output", d / "out"], {}),
         "two_for_train_eval": ([GROBID, "date", "train_eval", "--input", d / "two.train",
                                 "--output", d / "out"], {}),
-        "fewer_than_folds": ([*train, "--input", d / "three.train", "--fold-count", "5",
-                              "--output", d / "out"], {}),
+        "fewer_than_folds": ([GROBID, "date", "train_eval", "--input", d / "three.train",
+                              "--fold-count", "5", "--output", d / "out"], {}),
         "config_type": ([GROBID, "date", "tag", "--input", d / "tag.crf", "--output", d / "abc"],
                         {}),
         "config_range": ([GROBID, "date", "eval", "--input", d / "three.train", "--output",
@@ -158,7 +158,8 @@ EXPECTED_ERRORS = {
                     "one to train on)",
     "two_for_train_eval": "2 training sequences: train_eval needs at least 3 (10% held out to "
                           "evaluate, 10% of the rest to validate, one to train on)",
-    "fewer_than_folds": "3 training sequences: train needs at least 5 (one per fold)",
+    "fewer_than_folds": "3 training sequences: train_eval needs at least 6 (10% held out to "
+                        "evaluate, one per fold)",
     "config_type": f"{{d}}/abc/{MODEL_NAME}/config.json: word_lstm_units must be an integer, not 'abc'",
     "config_range": f"{{d}}/neg/{MODEL_NAME}/config.json: word_lstm_units must be >= 1, not -5",
     "architecture_mismatch": f"{{d}}/bidlstm/{MODEL_NAME}/model.weights.h5: these weights are "
