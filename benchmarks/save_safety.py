@@ -34,8 +34,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import delft  # noqa: E402,F401
 from delft.sequenceLabelling import Sequence  # noqa: E402
 from delft.sequenceLabelling.model_dir import (PREPROCESSOR_FILE, WEIGHTS_FILE,  # noqa: E402
-                                               folder_identity, read_model_config)
+                                               read_model_config)
 from delft.sequenceLabelling.reader import load_data_and_labels_crf_file  # noqa: E402
+from delft.training.saved_models import folder_identity, pinned_folder  # noqa: E402
 from delft.utilities import atomic  # noqa: E402
 from delft.utilities.data_path import REPO_ROOT  # noqa: E402
 
@@ -84,13 +85,13 @@ def gap_watch(model, folder, saves):
 
     def watch():
         while not stop.is_set():
-            before = folder_identity(target)
-            try:
-                complete(target)
-                reads[0] += 1
-            except Exception:  # missing or half-read: a gap unless the folder was swapped meanwhile
-                if before is None or folder_identity(target) == before:
-                    gapped.add(current[0])
+            with pinned_folder(target) as before:
+                try:
+                    complete(target)
+                    reads[0] += 1
+                except Exception:  # missing or half-read: a gap unless swapped meanwhile
+                    if before is None or folder_identity(target) == before:
+                        gapped.add(current[0])
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()

@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from delft.training.saved_models import folder_identity, pinned_folder
 from delft.utilities import atomic
 from delft.utilities.errors import ConfigurationError
 
@@ -78,25 +79,19 @@ def test_at_every_instant_the_target_is_complete(tmp_path, monkeypatch, caplog,
         fill(staging, 0)
     seen, gaps, stop = set(), [], threading.Event()
 
-    def identity():
-        try:
-            return os.stat(target).st_ino
-        except FileNotFoundError:
-            return None
-
     def watch():
         """Read the target as Sequence.load does: a folder swapped while being read is read
         again; a target missing, or incomplete while it stayed the same folder, is a gap."""
         while not stop.is_set():
-            before = identity()
-            if before is None:
-                gaps.append("missing")
-                continue
-            try:
-                seen.add(generation_of(target))
-            except (FileNotFoundError, AssertionError) as error:
-                if identity() == before:
-                    gaps.append(error)
+            with pinned_folder(target) as before:
+                if before is None:
+                    gaps.append("missing")
+                    continue
+                try:
+                    seen.add(generation_of(target))
+                except (FileNotFoundError, AssertionError) as error:
+                    if folder_identity(target) == before:
+                        gaps.append(error)
 
     watcher = threading.Thread(target=watch)
     watcher.start()

@@ -12,7 +12,7 @@ from delft.sequenceLabelling import models
 from delft.sequenceLabelling.config import ModelConfig
 from delft.sequenceLabelling.weights_layout import check_weights_match
 # the files every saved model folder has, whatever the toolkit (imported from here before)
-from delft.training.saved_models import CURVE_FILE, HISTORY_FILE, folder_identity  # noqa: F401
+from delft.training.saved_models import CURVE_FILE, HISTORY_FILE  # noqa: F401
 from delft.utilities.errors import ModelLoadError
 
 DEFAULT_MODELS_DIR = "data/models/sequenceLabelling/"  # where models are saved by default

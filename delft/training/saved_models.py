@@ -2,6 +2,7 @@
 (:func:`delft.utilities.atomic.replaced_directory`), with its training's history and curve;
 read again when a concurrent save replaced it while it was read.
 """
+import contextlib
 import json
 import logging
 import os
@@ -48,7 +49,8 @@ def write_history(folder, history, plot_history=None):
 
 
 def folder_identity(path):
-    """What changes when a save replaces the folder at ``path`` (None when there is none)."""
+    """What changes when a save replaces the folder at ``path`` (None when there is none).
+    Compared across a read, it only holds while the folder is pinned (:func:`pinned_folder`)."""
     try:
         status = os.stat(path)
     except OSError:
@@ -56,17 +58,34 @@ def folder_identity(path):
     return status.st_dev, status.st_ino
 
 
+@contextlib.contextmanager
+def pinned_folder(path):
+    """The :func:`folder_identity` of ``path``, held open for the block: the folder's inode
+    stays allocated, so a folder saved after it was replaced cannot reuse its number and look
+    like the one that was read."""
+    try:
+        handle = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        yield None
+        return
+    try:
+        status = os.fstat(handle)
+        yield status.st_dev, status.st_ino
+    finally:
+        os.close(handle)
+
+
 def load_whole(path, load_once):
     """``load_once(path)``, again when a save replaced the folder while it was read (up to
     :data:`LOAD_ATTEMPTS` times): what is loaded is one folder's, never a mix of two."""
     for _ in range(LOAD_ATTEMPTS):
-        identity = folder_identity(path)
-        try:
-            load_once(path)
-        except ModelLoadError:
+        with pinned_folder(path) as identity:
+            try:
+                load_once(path)
+            except ModelLoadError:
+                if folder_identity(path) == identity:
+                    raise
+                continue  # replaced by a save while being read: read the new one
             if folder_identity(path) == identity:
-                raise
-            continue  # replaced by a save while being read: read the new one
-        if folder_identity(path) == identity:
-            return
+                return
     raise ModelLoadError(f"{path}: replaced {LOAD_ATTEMPTS} times while being loaded")
