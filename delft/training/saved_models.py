@@ -66,6 +66,8 @@ def pinned_folder(path):
     try:
         handle = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
+        handle = None
+    if handle is None:  # yielded outside the except clause: no context on the block's errors
         yield None
         return
     try:
