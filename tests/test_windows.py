@@ -62,8 +62,11 @@ def stitched(corpus, row_values):
     """Every row's kept values written into one flat array, cut per sequence."""
     stitcher = Stitcher(corpus)
     flat = np.full(stitcher.size, -1, np.int64)
+    # one batch of every row, padded, in reverse order, and a slot with no row (index -1)
+    batch = np.full((len(row_values) + 1, max(map(len, row_values), default=0)), -2, np.int64)
     for row, values in enumerate(row_values):
-        stitcher.put(flat, row, values)
+        batch[len(row_values) - 1 - row, :len(values)] = values
+    stitcher.put_rows(flat, np.arange(len(row_values) - 1, -2, -1), batch)
     return stitcher.split(flat)
 
 

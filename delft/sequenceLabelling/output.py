@@ -36,6 +36,16 @@ def entities_json(text, tokens, offsets, labels, scores):
     return {"text": text, "entities": entities}
 
 
+def token_label_pairs(texts_tokens, texts_labels):
+    """Per text, ``[token, label]`` pairs: what ``Sequence.tag`` returns without an output format.
+
+    >>> token_label_pairs([["June", "2005"]], [["B-<month>", "B-<year>"]])
+    [[['June', 'B-<month>'], ['2005', 'B-<year>']]]
+    """
+    return [[[t, l] for t, l in zip(tokens, labels)]
+            for tokens, labels in zip(texts_tokens, texts_labels)]
+
+
 def token_offsets(tokens):
     """Offsets of tokens joined by single spaces (for input given as tokens, not raw text)."""
     offsets, position = [], 0

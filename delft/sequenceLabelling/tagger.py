@@ -5,7 +5,6 @@ ChainCRF, by the width DeLFT's batches read each row at, in steps of as many pad
 DeLFT's largest batch), each global batch is split across the strategy's replicas, and the labels gathered back are put in input order by the row index every
 slice carries, so the output is the same on 1 or N devices.
 """
-from dataclasses import dataclass
 from typing import List
 
 import numpy as np
@@ -21,14 +20,24 @@ from delft.sequenceLabelling.output import get_entities_with_offsets
 __all__ = ["Predictions", "Predictor", "get_entities_with_offsets"]
 
 
-@dataclass
 class Predictions:
     """Label ids and confidences of every word of a corpus, sequence after sequence (flat):
-    sequence ``i`` is ``[starts[i], starts[i + 1])``."""
+    sequence ``i`` is ``[starts[i], starts[i + 1])``; filled step by step (:meth:`put`)."""
 
-    ids: np.ndarray
-    scores: np.ndarray
-    starts: np.ndarray
+    def __init__(self, corpus):
+        self._stitcher = Stitcher(corpus)
+        self.ids = np.zeros(self._stitcher.size, np.int32)
+        self.scores = np.zeros(self._stitcher.size, np.float32)
+        self.starts = self._stitcher.starts
+
+    def put(self, tags, scores, index):
+        """A step's outputs: the labels and confidences of the rows ``index`` (-1: none)."""
+        self._stitcher.put_rows(self.ids, index, tags)
+        self._stitcher.put_rows(self.scores, index, scores)
+
+    def labels(self, preprocessor) -> List[List[str]]:
+        """The label names of each sequence's words."""
+        return self.split(preprocessor.decode_labels(self.ids))
 
     def split(self, values) -> List:
         """``values`` (``ids``, ``scores`` or a list as long) cut into one part per sequence."""
@@ -61,8 +70,8 @@ class Predictor:
         outputs = self.strategy.run(replica_fn, args=(self.feeder.distribute(slices),))
         return tuple(self.strategy.gather(value, axis=0) for value in outputs)
 
-    def predict(self, corpus, batch_size) -> Predictions:
-        """Label ids (int32) and confidences (float32) of every word of ``corpus``."""
+    def batches(self, corpus, batch_size) -> List[np.ndarray]:
+        """The global batches of ``corpus``'s rows, in the order they run."""
         # a row without tokens (a text with no token) has nothing to label, and a batch made only
         # of such rows would be a zero-step RNN, which TF cannot run: they never reach the model
         filled = np.flatnonzero(corpus.row_length > 0)
@@ -76,16 +85,13 @@ class Predictor:
             batches = cell_budget_batches(widths, batch_size * int(widths.max()))
         else:
             batches = []
-        batches = [filled[rows] for rows in batches]
-        stitcher = Stitcher(corpus)
-        ids = np.zeros(stitcher.size, np.int32)
-        scores = np.zeros(stitcher.size, np.float32)
+        return [filled[rows] for rows in batches]
+
+    def predict(self, corpus, batch_size) -> Predictions:
+        """Label ids (int32) and confidences (float32) of every word of ``corpus``."""
+        batches = self.batches(corpus, batch_size)
+        predictions = Predictions(corpus)
         slices = (self.feeder.slices(corpus, rows) for rows in batches)
         for parts in (prefetched(slices) if len(batches) > 1 else slices):
-            tags, confidences, index = (value.numpy() for value in self._step(parts))
-            for i, row in enumerate(index):
-                if row >= 0:
-                    stitcher.put(ids, row, tags[i])
-                    stitcher.put(scores, row, confidences[i])
-        return Predictions(ids, scores, stitcher.starts)
-
+            predictions.put(*(value.numpy() for value in self._step(parts)))
+        return predictions

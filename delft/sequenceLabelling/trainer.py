@@ -45,7 +45,7 @@ class Trainer(EpochTrainer):
     def _predicted_labels(self, validation):
         corpus, truth, predictor = validation
         predictions = predictor.predict(corpus, self.batch_size)
-        return truth, predictions.split(self.preprocessor.decode_labels(predictions.ids))
+        return truth, predictions.labels(self.preprocessor)
 
     def validation_score(self, validation):
         return evaluation.f1_score(*self._predicted_labels(validation))

@@ -130,8 +130,8 @@ class Stitcher:
     >>> corpus = EncodedCorpus(np.array([5, 2]), *rows_from_windows([5, 2], size=3))
     >>> stitcher = Stitcher(corpus)
     >>> flat = np.zeros(stitcher.size, np.int32)
-    >>> for row, values in enumerate([[1, 2, 3], [4, 5], [6, 7]]):
-    ...     stitcher.put(flat, row, np.array(values))
+    >>> stitcher.put_rows(flat, np.array([2, 0, 1, -1]),
+    ...                   np.array([[6, 7, 0], [1, 2, 3], [4, 5, 0], [9, 9, 9]]))
     >>> [part.tolist() for part in stitcher.split(flat)]
     [[1, 2, 3, 4, 5], [6, 7]]
     """
@@ -147,11 +147,15 @@ class Stitcher:
         """Positions over all sequences."""
         return int(self.starts[-1])
 
-    def put(self, flat: np.ndarray, row: int, values: np.ndarray):
-        """Write the kept part of ``values``, the predictions of row ``row``, into ``flat``."""
-        a, b = self._keep_from[row], self._keep_to[row]
-        start = self._row_start[row]
-        flat[start + a:start + b] = values[a:b]
+    def put_rows(self, flat: np.ndarray, rows: np.ndarray, values: np.ndarray):
+        """Write the kept part of ``values[k]``, the predictions of row ``rows[k]`` (none where
+        ``rows[k]`` is -1), into ``flat``: one scatter for a batch."""
+        written = rows >= 0
+        rows, values = rows[written], values[written]
+        columns = np.arange(values.shape[1])
+        kept = (columns >= self._keep_from[rows][:, None]) & \
+            (columns < self._keep_to[rows][:, None])
+        flat[(self._row_start[rows][:, None] + columns)[kept]] = values[kept]
 
     def split(self, flat) -> List:
         """``flat`` cut into one part per sequence (views of an array, slices of a list)."""

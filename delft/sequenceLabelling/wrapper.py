@@ -302,8 +302,7 @@ class Sequence:
             corpus.read_width = delft_read_widths(corpus.row_length, batch_size,
                                                   self.model_config.max_sequence_length)
         predictions = predictor.predict(corpus, batch_size)
-        labels = predictions.split(self.p.decode_labels(predictions.ids))
-        return labels, predictions.split(predictions.scores)
+        return predictions.labels(self.p), predictions.split(predictions.scores)
 
     def tagged(self, texts, features=None, batch_size=None, multi_gpu=False,
                window_stride=None) -> output.Tagged:
@@ -354,8 +353,7 @@ class Sequence:
         key = None if output_format is None else output.output_format(output_format)
         tagged = self.tagged(texts, features, batch_size, multi_gpu, window_stride)
         if key is None:
-            return [[[t, l] for t, l in zip(tokens, labels)]
-                    for tokens, labels in zip(tagged.tokens, tagged.labels)]
+            return output.token_label_pairs(tagged.tokens, tagged.labels)
         runtime = round(time.perf_counter() - start, 3)
         if key == "json":
             return output.JsonWriter.document(self.model_config.model_name, tagged, runtime)
