@@ -37,3 +37,24 @@ def test_cross_device_ops_are_chosen_in_devices(tmp_path):
         "2 HierarchicalCopyAllReduce ReductionToOneDevice True",
         "the ring all-reduce is a collective across workers: on one machine use nccl, "
         "hierarchical_copy or reduce_to_one"]
+
+
+def test_stage_rows_time_every_stage_of_tagging_and_of_a_training_epoch(monkeypatch):
+    monkeypatch.syspath_prepend(str(REPO_ROOT / "benchmarks"))
+    import gpu_check
+    from delft.utilities import devices
+
+    x, y, _ = gpu_check.date_data()
+    monkeypatch.setattr(gpu_check, "ROWS", [])
+    gpu_check.check_stages(x[:120], y[:120], 150, devices.get_strategy(False), budget=1e9,
+                           on_gpu=False, tag_batch=64, train_batch=60)
+    stages = ["encoding", "bucketing and padding", "host to device", "compiled step",
+              "device to host"]
+    assert [(r[0], r[1], r[2]) for r in gpu_check.ROWS] == [
+        ("stages BidLSTM_CRF tagging", f"batch 64: {stage}", "PASS")
+        for stage in stages + ["stitching"]] + [
+        ("stages BidLSTM_CRF tagging", "batch 64: host stages together", "INFO")] + [
+        ("stages BidLSTM_CRF training epoch", f"batch 60: {stage}", "PASS")
+        for stage in stages] + [
+        ("stages BidLSTM_CRF training epoch", "batch 60: host stages together", "INFO")]
+    assert all(r[3].endswith(" ms / 1,000 sequences") for r in gpu_check.ROWS)
