@@ -40,6 +40,18 @@ def test_training_learns_the_classes_and_keeps_the_best_epoch(model):
     assert str(scores).splitlines()[2].split()[0] == "publisher"
 
 
+def test_a_saturated_roc_auc_stops_training_as_delfts_does():
+    """Only a higher validation ROC-AUC is progress: once it is 1, ``patience`` epochs later the
+    training stops, and the first epoch that reached it is kept."""
+    model = trained(max_epoch=40, patience=2)
+    scores = [record["val_roc_auc"] for record in model.history]
+    first_best = scores.index(max(scores))
+    assert max(scores) == 1.0 and len(scores) == first_best + 3 < 40, scores
+    texts, labels = data()
+    assert np.allclose(model.predict(texts[:5], "array"),
+                       trained(max_epoch=first_best + 1).predict(texts[:5], "array"), atol=1e-6)
+
+
 def test_predict_json_is_delft_046s_document(model):
     texts = ["Elsevier press rights", "the authors themselves"]
     document = model.predict(texts, "json", use_main_thread_only=True)
