@@ -68,7 +68,10 @@ def step_device():
 
 
 def to_device(parts):
-    """Numpy slices as tensors on the step's device, the copy waited for."""
+    """Numpy slices as tensors on the step's device, the copy waited for.
+
+    TensorFlow keeps int32 tensors of a GPU op in host memory (all but the word vectors and
+    weights here): their copy, if any, happens inside the step and counts there."""
     import tensorflow as tf
 
     with tf.device(step_device()):
@@ -89,7 +92,7 @@ def waited(step, tensors):
 def tagging_stages(sequence, texts, features, batch_size):
     """``{stage: seconds}`` of tagging ``texts`` stage by stage, and tag's own wall time."""
     from delft.sequenceLabelling import inputs, output
-    from delft.sequenceLabelling.tagger import Predictions
+    from delft.sequenceLabelling.tagger import Predictions, gc_paused
 
     predictor = sequence._predictor(sequence._strategy)
     clock = StageClock()
@@ -101,17 +104,18 @@ def tagging_stages(sequence, texts, features, batch_size):
 
     sequence.tag(texts[:batch_size], features=features and features[:batch_size],
                  batch_size=batch_size)  # the step traced
-    corpus = clock.timed("encoding", encode)
-    batches = clock.timed("bucketing and padding", predictor.batches, corpus, batch_size)
-    predictions = Predictions(corpus)
-    for rows in batches:
-        parts = clock.timed("bucketing and padding", predictor.feeder.slices, corpus, rows)
-        tensors = clock.timed("host to device", to_device, parts)
-        outputs = clock.timed("compiled step", waited, predictor._step, tensors)
-        arrays = clock.timed("device to host", lambda: [value.numpy() for value in outputs])
-        clock.timed("stitching", predictions.put, *arrays)
-    clock.timed("stitching", lambda: output.token_label_pairs(
-        texts, predictions.labels(sequence.p)))
+    with gc_paused():  # as in tag
+        corpus = clock.timed("encoding", encode)
+        batches = clock.timed("bucketing and padding", predictor.batches, corpus, batch_size)
+        predictions = Predictions(corpus)
+        for rows in batches:
+            parts = clock.timed("bucketing and padding", predictor.feeder.slices, corpus, rows)
+            tensors = clock.timed("host to device", to_device, parts)
+            outputs = clock.timed("compiled step", waited, predictor._step, tensors)
+            arrays = clock.timed("device to host", lambda: [value.numpy() for value in outputs])
+            clock.timed("stitching", predictions.put, *arrays)
+        clock.timed("stitching", lambda: output.token_label_pairs(
+            texts, predictions.labels(sequence.p)))
     start = time.perf_counter()
     sequence.tag(texts, features=features, batch_size=batch_size)
     return clock.seconds, time.perf_counter() - start

@@ -8,6 +8,7 @@ labels are all one label trains to an entity F1 of 0: that is a logged warning.
 """
 import logging
 from collections.abc import Sequence as SequenceABC
+from itertools import chain
 
 import numpy as np
 
@@ -55,6 +56,8 @@ def check_texts(texts, argument="texts"):
     if len(texts) == 0:
         return False
     raw = isinstance(texts[0], str)
+    if _all_well_typed(texts, raw):
+        return raw
     for index, item in enumerate(texts):
         if isinstance(item, str) != raw or not (raw or _is_sequence(item)):
             if raw or isinstance(item, str):
@@ -68,9 +71,23 @@ def check_texts(texts, argument="texts"):
     return raw
 
 
+def _only_strings(values):
+    """Every value a str, judged by the set of their types (one C-level pass)."""
+    return all(issubclass(kind, str) for kind in set(map(type, values)))
+
+
+def _all_well_typed(texts, raw):
+    """``texts`` all raw strings (``raw``) or all token lists, judged by the sets of their types
+    and of their tokens' types, as tag takes them in bulk; the item by item checks, slower,
+    name the first wrong one."""
+    if raw:
+        return _only_strings(texts)
+    return all(issubclass(kind, (SequenceABC, np.ndarray)) and not issubclass(kind, (str, bytes))
+               for kind in set(map(type, texts))) and _only_strings(chain.from_iterable(texts))
+
+
 def _check_tokens(tokens, where):
-    # the types of the tokens in one C-level pass; tokens again only to name a wrong one
-    if all(issubclass(kind, str) for kind in set(map(type, tokens))):
+    if _only_strings(tokens):
         return
     for position, token in enumerate(tokens):
         if not isinstance(token, str):

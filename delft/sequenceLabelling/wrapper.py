@@ -349,17 +349,20 @@ class Sequence:
             Anything but a list of texts or a list of token lists (a bare string, None, a mix)
             is a ``TypeError`` saying so.
         """
+        from delft.sequenceLabelling.tagger import gc_paused
+
         start = time.perf_counter()
         key = None if output_format is None else output.output_format(output_format)
-        tagged = self.tagged(texts, features, batch_size, multi_gpu, window_stride)
-        if key is None:
-            return output.token_label_pairs(tagged.tokens, tagged.labels)
-        runtime = round(time.perf_counter() - start, 3)
-        if key == "json":
-            return output.JsonWriter.document(self.model_config.model_name, tagged, runtime)
-        stream = io.StringIO()
-        self._write(stream, key, [tagged], start)
-        return stream.getvalue()
+        with gc_paused():
+            tagged = self.tagged(texts, features, batch_size, multi_gpu, window_stride)
+            if key is None:
+                return output.token_label_pairs(tagged.tokens, tagged.labels)
+            runtime = round(time.perf_counter() - start, 3)
+            if key == "json":
+                return output.JsonWriter.document(self.model_config.model_name, tagged, runtime)
+            stream = io.StringIO()
+            self._write(stream, key, [tagged], start)
+            return stream.getvalue()
 
     def tag_file(self, file_in, output_format="json", file_out=None, batch_size=None,
                  multi_gpu=False, input_format="text"):
