@@ -56,23 +56,25 @@ def sequence_lengths(sequences):
     return np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences))
 
 
-def interned(values, first=0):
+def interned(values, size, first=0):
     """``(index, ids)``: each distinct value's id, from ``first`` in order of first occurrence,
-    and the id of every value (int64). One hash per value, no Python loop.
+    and the id of every value (int64), of ``size`` values (an iterator is never held whole).
+    One hash per value, no Python loop.
 
-    >>> index, ids = interned(["a", "b", "a"], first=1)
+    >>> index, ids = interned(iter(["a", "b", "a"]), 3, first=1)
     >>> dict(index), ids.tolist()
     ({'a': 1, 'b': 2}, [1, 2, 1])
     """
     index = defaultdict(count(first).__next__)  # a value unseen so far takes the next id
-    ids = np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=len(values))
+    ids = np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=size)
     return index, ids
 
 
 def intern_tokens(x):
     """``(token_index, token_ids)``: an id per distinct token (from 1, in order of first
     occurrence) and each token's id, as :class:`TokenArrays` of int32."""
-    index, ids = interned(list(chain.from_iterable(x)), first=1)
+    tokens = list(chain.from_iterable(x))
+    index, ids = interned(tokens, len(tokens), first=1)
     return dict(index), TokenArrays(ids.astype(np.int32), sequence_lengths(x))
 
 
@@ -138,8 +140,7 @@ def feature_ids(features, columns, vocabularies):
         keys = map(tuple, map(itemgetter(slice(columns[0], columns[0] + 1)), rows))
     else:
         keys = map(itemgetter(*columns), rows)
-    index = defaultdict(count().__next__)
-    combination = np.fromiter(map(index.__getitem__, keys), dtype=np.int64, count=len(rows))
+    index, combination = interned(keys, len(rows))
     table = np.array([[vocabulary.get(value, UNKNOWN_INDEX)
                        for value, vocabulary in zip(key, vocabularies)] for key in index],
                      dtype=np.int32).reshape(len(index), len(columns))
