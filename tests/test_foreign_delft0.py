@@ -246,7 +246,7 @@ REFUSED = {
     "embeddings": (dict(config=lambda c: c.update(embeddings_name="glove-not-registered")),
                    "the model's word embeddings 'glove-not-registered' cannot be opened"),
     "deep_json": (dict(config=lambda c: c.update(nested="NESTED")),
-                  "config.json: corrupt (RecursionError"),
+                  "config.json: corrupt (nested too deep)"),
 }
 
 
