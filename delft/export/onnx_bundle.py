@@ -19,6 +19,7 @@ import tensorflow as tf
 from delft.export.common import (VOCAB_FILE, load_model_dir, model_feature_ids,
                                                    vocabularies, write_json)
 from delft.sequenceLabelling.models import architecture
+from delft.sequenceLabelling.recurrent_kernels import portable_kernels
 from delft.utilities import atomic
 from delft.utilities.errors import ConfigurationError
 
@@ -167,7 +168,7 @@ def encoder_function(sequence, word_width: int, columns: Optional[list]):
         columns: ``featuresIndices`` of the bundle (see :func:`java_feature_columns`), or None.
 
     Returns:
-        A concrete function (inference runs every BiLSTM on the fused op).
+        A concrete function (inference runs every BiLSTM on the fused BlockLSTM op, GPU or not).
     """
     model, preprocessor = sequence.model, sequence.p
     specs = [tf.TensorSpec([None, None, max(word_width, CHAR_ONLY_WORD_WIDTH)], tf.float32,
@@ -200,7 +201,8 @@ def encoder_function(sequence, word_width: int, columns: Optional[list]):
         if features_input is not None:
             picked = tf.gather(features_input[:, :width], model_columns, axis=2)
             batch["features"] = model_feature_ids(picked)
-        potentials = tf.cast(model.word_potentials(batch, training=False), tf.float32)
+        with portable_kernels():  # BlockLSTM, which tf2onnx converts; cuDNN's ops it does not
+            potentials = tf.cast(model.word_potentials(batch, training=False), tf.float32)
         padded = tf.pad(potentials, [[0, 0], [0, steps - tf.shape(potentials)[1]], [0, 0]])
         padded.set_shape([None, None, model.num_labels])  # GROBID reads the label count from it
         return tf.identity(padded, name="emissions")

@@ -14,6 +14,7 @@ import os
 import tensorflow as tf
 
 from delft.sequenceLabelling.casing import CASING_CLASSES
+from delft.sequenceLabelling.recurrent_kernels import portable_kernels
 from delft.export.common import (VOCAB_FILE, load_model_dir, model_feature_ids,
                                                    uses_transformer,
                                                    vocabularies, write_json)
@@ -54,7 +55,8 @@ def _serving_function(model, input_names):
         batch = dict(zip(input_names, tensors))
         if "features" in batch:
             batch["features"] = model_feature_ids(batch["features"])
-        potentials = tf.cast(model.word_potentials(batch, training=False), tf.float32)
+        with portable_kernels():  # no cuDNN op: the SavedModel runs on a CPU too
+            potentials = tf.cast(model.word_potentials(batch, training=False), tf.float32)
         tags, scores = model.decode(batch, potentials)
         return {"tags": tf.cast(tags, tf.int32), "scores": tf.cast(scores, tf.float32),
                 "potentials": potentials}

@@ -2,6 +2,8 @@
 import keras
 import tensorflow as tf
 
+from delft.sequenceLabelling import recurrent_kernels
+
 
 @keras.saving.register_keras_serializable(package="delft")
 class BiGRU(keras.layers.Layer):
@@ -14,8 +16,9 @@ class BiGRU(keras.layers.Layer):
     + c_h))``. TensorFlow has no fused GRU op with a gradient (``GRUBlockCell`` lost its gradient
     with tf.contrib), so each direction is the input projection of every step in one matmul,
     then :func:`gru_recursion`, a scan with its gradient written out: a training step's graph
-    traces several times faster than with Keras' GRU loop, whose gradient TensorFlow derives. The
-    backward direction reverses each
+    traces several times faster than with Keras' GRU loop, whose gradient TensorFlow derives. Where
+    a GPU is, cuDNN's fused GRU runs instead, on the same weights (the same layout: see
+    delft/sequenceLabelling/recurrent_kernels.py). The backward direction reverses each
     row within its own length, so no step needs a mask. With ``recurrent_dropout > 0`` Keras' GRU
     trains (a per-step dropout mask has no place here), and inference runs its weights here, as
     :class:`~delft.sequenceLabelling.layers.bilstm.BiLSTM` does.
@@ -81,6 +84,8 @@ class BiGRU(keras.layers.Layer):
         return tf.transpose(tf.concat([forward, backward], axis=-1), [1, 0, 2])
 
     def _run(self, time_major, direction):
+        if recurrent_kernels.uses_cudnn(time_major.dtype):
+            return recurrent_kernels.cudnn_gru(time_major, *direction)
         kernel, recurrent, bias = (tf.cast(tf.convert_to_tensor(w), time_major.dtype)
                                    for w in direction)
         projected = tf.einsum("tbf,fg->tbg", time_major, kernel) + bias[0]

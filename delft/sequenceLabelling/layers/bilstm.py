@@ -3,19 +3,32 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from delft.sequenceLabelling import recurrent_kernels
+
 # what BlockLSTM adds to the forget gate of this layer's own weights (TensorFlow's LSTM default)
 BLOCK_FORGET_BIAS = 1.0
 
 
 def keras_to_block_gates(weight):
     """A weight's last axis from Keras' gate blocks (input, forget, cell, output) to BlockLSTM's
-    (input, cell, forget, output).
+    (input, cell, forget, output), and back: the swap is its own inverse.
 
     >>> keras_to_block_gates(np.array([0, 1, 2, 3])).numpy().tolist()
     [0, 2, 1, 3]
     """
     i, f, c, o = tf.split(tf.convert_to_tensor(weight), 4, axis=-1)
     return tf.concat([i, c, f, o], axis=-1)
+
+
+def block_to_keras(direction):
+    """One direction's ``((kernel, recurrent kernel, bias), forget bias)`` as BlockLSTM runs them
+    -> ``(kernel, recurrent kernel, bias)`` in Keras' LSTM layout, the same LSTM: gate blocks
+    (input, forget, cell, output) and the forget bias inside the bias vector (what cuDNN reads).
+    """
+    (kernel, recurrent, bias), forget_bias = direction
+    i, f, c, o = tf.split(keras_to_block_gates(bias), 4)
+    return (keras_to_block_gates(kernel), keras_to_block_gates(recurrent),
+            tf.concat([i, f + forget_bias, c, o], axis=0))
 
 
 @keras.saving.register_keras_serializable(package="delft")
@@ -28,10 +41,12 @@ class BiLSTM(keras.layers.Layer):
 
     Without recurrent dropout each direction is one fused ``BlockLSTM`` op: a Keras ``LSTM`` in a
     graph is a while loop of small ops whose gradient takes several times longer to trace, and that
-    runs no faster. The backward direction reverses each row within
-    its own length. Recurrent dropout needs a per-step mask the fused op has no place for: with
-    ``recurrent_dropout > 0`` Keras' LSTM trains, and inference (no dropout) runs its weights on the
-    fused op, the same numbers to float rounding (and one LSTM op an exported graph can convert).
+    runs no faster. Where a GPU is, cuDNN's fused LSTM runs instead, on the same weights mapped to
+    its layout when the step is traced (delft/sequenceLabelling/recurrent_kernels.py). The
+    backward direction reverses each row within its own length. Recurrent dropout needs a per-step
+    mask the fused op has no place for: with ``recurrent_dropout > 0`` Keras' LSTM trains, and
+    inference (no dropout) runs its weights on the fused op, the same numbers to float rounding
+    (and one LSTM op an exported graph can convert).
 
     >>> layer = BiLSTM(units=3, return_sequences=True)
     >>> tuple(layer(tf.ones([2, 4, 5]), tf.constant([4, 2])).shape)
@@ -116,6 +131,8 @@ class BiLSTM(keras.layers.Layer):
                 for layer in (self.keras_lstm.forward_layer, self.keras_lstm.backward_layer)]
 
     def _run(self, time_major, direction):
+        if recurrent_kernels.uses_cudnn(time_major.dtype):
+            return recurrent_kernels.cudnn_lstm(time_major, *block_to_keras(direction))
         (kernel, recurrent, bias), forget_bias = direction
         batch = tf.shape(time_major)[1]
         if time_major.shape[-1] % 2 or self.units % 2:
