@@ -12,6 +12,9 @@ memory limit each), and every multi-device row runs under MirroredStrategy with 
   tagging the date sequences at batch 4096 and of a training epoch on them at batch 480, one
   device, per 1,000 sequences (encoding, bucketing and padding, host to device, compiled step,
   device to host, stitching); the host stages together PASS under 25% of the stages' time;
+- the recurrent kernels (``benchmarks/kernels_and_xla.py``): BidLSTM_CRF on cuDNN's fused LSTM
+  and on the portable BlockLSTM, the same weights (TF32 off): word potentials within 1e-5 and the
+  same labels, and tokens/s of tagging at batch 4096 and sequences/s of a training epoch each way;
 - step equality: one and ten BidLSTM_CRF training steps (dropout off, same initial weights, global
   batch 61, TF32 off) on 1 device and on 2 replicas: weights within 1e-5 / 1e-4 relative;
 - sharded tagging of 50,000 date sequences: labels identical to one device;
@@ -38,6 +41,7 @@ sys.path.insert(1, os.path.join(REPO, "tests"))  # tiny_transformers: a checkpoi
 sys.path.insert(2, os.path.join(REPO, "benchmarks"))
 
 import encoding_throughput  # noqa: E402
+import kernels_and_xla  # noqa: E402
 import tagging_stages  # noqa: E402
 
 ALL_REDUCES = ("hierarchical_copy", "nccl")
@@ -223,6 +227,23 @@ def check_stages(x, y, sequences, strategy, budget, on_gpu, tag_batch=4096, trai
                     f"{share:.1%} of the stages" + (", goal < 25%" if together else ""))
 
 
+def check_kernels(x, y, texts, strategy, budget, batch_size=4096):
+    """cuDNN's LSTM against BlockLSTM, the same weights: PASS when the potentials are within 1e-5
+    and the labels the same; the speed of each way (kernels_and_xla.compare)."""
+    check = "BidLSTM_CRF cuDNN against BlockLSTM"
+    with guarded(check, f"tagging batch {batch_size}, training batch 60", budget) as go:
+        if not go:
+            return
+        for way, result in kernels_and_xla.compare(kernels_and_xla.WAYS["kernels"], x, y, texts,
+                                                   strategy, batch_size, 60):
+            difference = result["max potential difference"]
+            row(check, way, "PASS" if difference < 1e-5 and result["same labels"] else "FAIL",
+                f"tag {result['tag second call tokens/s']:,.0f} tokens/s, training "
+                f"{result['training second epoch sequences/s']:,.0f} sequences/s",
+                f"potentials within {difference:.1e} of cuDNN's, labels "
+                f"{'the same' if result['same labels'] else 'differ'}")
+
+
 @contextlib.contextmanager
 def float32_matmuls():
     """TensorFloat-32 off inside, as it was after.
@@ -405,8 +426,9 @@ def main():
                 row("strategy", f"MirroredStrategy {label}", "PASS",
                     f"{strategy.num_replicas_in_sync} replicas", "one all-reduce in a child process")
     check_stages(x, y, sequences, strategies["one device"], args.budget, not args.cpu)
-    check_step_equality(x, y, strategies, args.budget)
     texts, = encoding_throughput.drawn(sequences, x)
+    check_kernels(x, y, texts, strategies["one device"], args.budget)
+    check_step_equality(x, y, strategies, args.budget)
     with guarded("tagging BidLSTM_CRF", "train 2 epochs on one device", args.budget) as go:
         if go:
             bilstm = Sequence("date-BidLSTM_CRF", recurrent_dropout=0.0, max_epoch=2,

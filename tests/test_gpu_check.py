@@ -58,3 +58,19 @@ def test_stage_rows_time_every_stage_of_tagging_and_of_a_training_epoch(monkeypa
         for stage in stages] + [
         ("stages BidLSTM_CRF training epoch", "batch 60: host stages together", "INFO")]
     assert all(r[3].endswith(" ms / 1,000 sequences") for r in gpu_check.ROWS)
+
+
+def test_kernel_rows_compare_each_way_on_the_same_weights(monkeypatch):
+    """The rows of cuDNN against BlockLSTM (on this CPU both ways run BlockLSTM)."""
+    monkeypatch.syspath_prepend(str(REPO_ROOT / "benchmarks"))
+    import gpu_check
+    from delft.utilities import devices
+
+    x, y, _ = gpu_check.date_data()
+    monkeypatch.setattr(gpu_check, "ROWS", [])
+    gpu_check.check_kernels(x[:120], y[:120], x[:150], devices.get_strategy(False), budget=1e9,
+                            batch_size=64)
+    assert [(r[0], r[1], r[2]) for r in gpu_check.ROWS] == [
+        ("BidLSTM_CRF cuDNN against BlockLSTM", "cuDNN", "PASS"),
+        ("BidLSTM_CRF cuDNN against BlockLSTM", "BlockLSTM", "PASS")]
+    assert all("tokens/s" in r[3] and "labels the same" in r[4] for r in gpu_check.ROWS)
