@@ -84,7 +84,7 @@ def timed(run):
 
 
 def measure(sequence, setting, texts, x, y, batch_size, train_batch_size):
-    """``{measure: value}`` of one way: both tag calls and both epochs, its potentials and labels."""
+    """``{measure: value}`` of one way: both tag calls and both epochs, its potentials, labels."""
     import numpy as np
 
     from delft.sequenceLabelling.trainer import Trainer
