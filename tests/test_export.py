@@ -137,6 +137,23 @@ def test_tf2onnx_alone_leaves_our_ops_unconverted(monkeypatch):
         function_to_onnx(function.get_concrete_function(), "y")
 
 
+def test_exports_trace_blocklstm_where_a_gpu_is(loaded_date, monkeypatch):
+    """On a GPU machine the model's own steps run cuDNN's LSTM; the ONNX encoder and the
+    SavedModel's signature trace BlockLSTM (a GPU is faked: the graphs are built, not run)."""
+    from delft.export.onnx_bundle import encoder_function, word_embedding_width
+    from delft.export.saved_model import LabellingModule
+
+    real = tf.config.list_logical_devices
+    monkeypatch.setattr(tf.config, "list_logical_devices", lambda kind=None: [
+        tf.config.LogicalDevice("/device:GPU:0", "GPU")] if kind == "GPU" else real(kind))
+    graphs = [encoder_function(loaded_date, word_embedding_width(loaded_date), None).graph,
+              LabellingModule(loaded_date.model, loaded_date.p.batch_signature(False))
+              .serve.get_concrete_function().graph]
+    for graph in graphs:
+        ops = {op.type for op in graph.get_operations()}
+        assert "BlockLSTM" in ops and "CudnnRNNV3" not in ops
+
+
 # -- the bundle ----------------------------------------------------------------------------------
 def test_bundle_is_what_grobid_reads(date_bundle, trained_date):
     assert sorted(os.listdir(date_bundle)) == ["config.json", "crf_params.json", "encoder.onnx",
