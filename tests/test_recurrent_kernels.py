@@ -115,6 +115,7 @@ def test_graphs_run_cudnn_where_a_gpu_is_and_the_portable_kernels_for_export(lay
 @pytest.mark.skipif(not HAS_GPU, reason="cuDNN's kernels need a GPU (none on this machine)")
 @pytest.mark.parametrize("name", sorted(MAKERS))
 def test_cudnn_gives_the_portable_numbers_and_gradients(name):
+    assert recurrent_kernels.uses_cudnn(tf.float32)
     layer = built(name)
     x = inputs()
     enabled = tf.config.experimental.tensor_float_32_execution_enabled()
@@ -143,6 +144,6 @@ def test_cudnn_gives_the_portable_numbers_and_gradients(name):
 def valid_mask(outputs):
     """True at the steps within each row's length (every entry of a 2-D output)."""
     if outputs.shape.rank == 2:
-        return np.ones(outputs.shape, bool)
+        return np.ones(tuple(outputs.shape), bool)
     return np.broadcast_to((np.arange(LENGTHS.max())[None, :] < LENGTHS[:, None])[..., None],
-                           outputs.shape)
+                           tuple(outputs.shape))
