@@ -53,12 +53,7 @@ APPLICATION = flow.Application(
     toolkit=TEXT_CLASSIFICATION)
 
 
-@common.user_errors_are_one_line
-def main(argv=None):
-    return flow.main(APPLICATION, argv)
-
-
-command = common.command_for(main)
+main, command = flow.entry_points(APPLICATION)
 
 
 if __name__ == "__main__":

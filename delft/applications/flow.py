@@ -165,6 +165,16 @@ def main(app: Application, argv=None) -> int:
     return 0
 
 
+def entry_points(app: Application):
+    """``(main, command)`` of an application's module: ``main(argv)`` runs :func:`main` with a
+    user's error as one line and exit code 2; ``command`` is its console script."""
+    @common.user_errors_are_one_line
+    def application_main(argv=None):
+        return main(app, argv)
+
+    return application_main, common.command_for(application_main)
+
+
 # -- the actions ----------------------------------------------------------------------------------
 
 def train(app, run):

@@ -141,12 +141,7 @@ APPLICATION = flow.Application(
     preset_model=lambda args: args.model, add_options=add_options, check=check)
 
 
-@common.user_errors_are_one_line
-def main(argv=None):
-    return flow.main(APPLICATION, argv)
-
-
-command = common.command_for(main)
+main, command = flow.entry_points(APPLICATION)
 
 
 if __name__ == "__main__":

@@ -117,12 +117,7 @@ APPLICATION = flow.Application(
     train_with_validation_set=lambda args: args.train_with_validation_set)
 
 
-@common.user_errors_are_one_line
-def main(argv=None):
-    return flow.main(APPLICATION, argv)
-
-
-command = common.command_for(main)
+main, command = flow.entry_points(APPLICATION)
 
 
 if __name__ == "__main__":

@@ -4,11 +4,39 @@ model class and folders, and how its model trains and evaluates on an applicatio
 Everything is imported when asked: a command resolves its options and checks its inputs before
 TensorFlow starts.
 """
+import importlib
 import os
 
 
-class SequenceLabelling:
+class Toolkit:
+    """What every toolkit finds in its package (``package``): ``config`` (ModelConfig,
+    TrainingConfig), ``presets``, ``models.architecture`` and the model class ``model_class``."""
+
+    package = ""
+    model_class = ""
+
+    def _module(self, name=""):
+        return importlib.import_module(f"{self.package}.{name}" if name else self.package)
+
+    def configs(self):
+        config = self._module("config")
+        return config.ModelConfig, config.TrainingConfig
+
+    def presets(self):
+        return self._module("presets")
+
+    def architecture(self, name):
+        return self._module("models").architecture(name)
+
+    def model(self, name, **settings):
+        return getattr(self._module(), self.model_class)(name, **settings)
+
+
+class SequenceLabelling(Toolkit):
     """The tagger (``Sequence``): data ``(tokens, labels, features)``."""
+
+    package = "delft.sequenceLabelling"
+    model_class = "Sequence"
 
     items = "sequences"
     actions = ("train", "train_eval", "eval", "tag")
@@ -16,30 +44,6 @@ class SequenceLabelling:
     default_models_dir = "data/models/sequenceLabelling/"
     tags = True  # its tag action writes json, TEI or iob (--output-format)
     saves_folds = False  # a folder holds one model: eval keeps the best of n folds (as DeLFT)
-
-    @staticmethod
-    def configs():
-        from delft.sequenceLabelling.config import ModelConfig, TrainingConfig
-
-        return ModelConfig, TrainingConfig
-
-    @staticmethod
-    def presets():
-        from delft.sequenceLabelling import presets
-
-        return presets
-
-    @staticmethod
-    def architecture(name):
-        from delft.sequenceLabelling.models import architecture
-
-        return architecture(name)
-
-    @staticmethod
-    def model(name, **settings):
-        from delft.sequenceLabelling import Sequence
-
-        return Sequence(name, **settings)
 
     @staticmethod
     def read_model_config(path):
@@ -67,8 +71,11 @@ class SequenceLabelling:
         return model.eval(*test, multi_gpu=multi_gpu)
 
 
-class TextClassification:
+class TextClassification(Toolkit):
     """The classifier (``Classifier``): data ``(texts, class names, None)``."""
+
+    package = "delft.textClassification"
+    model_class = "Classifier"
 
     items = "texts"
     actions = ("train", "train_eval", "eval", "classify")
@@ -76,30 +83,6 @@ class TextClassification:
     default_models_dir = "data/models/textClassification/"
     tags = False
     saves_folds = True  # a folder holds the n fold models, averaged at prediction (as DeLFT)
-
-    @staticmethod
-    def configs():
-        from delft.textClassification.config import ModelConfig, TrainingConfig
-
-        return ModelConfig, TrainingConfig
-
-    @staticmethod
-    def presets():
-        from delft.textClassification import presets
-
-        return presets
-
-    @staticmethod
-    def architecture(name):
-        from delft.textClassification.models import architecture
-
-        return architecture(name)
-
-    @staticmethod
-    def model(name, **settings):
-        from delft.textClassification import Classifier
-
-        return Classifier(name, **settings)
 
     @staticmethod
     def read_model_config(path):

@@ -6,14 +6,12 @@ Each field carries its help, its command-line flag and its allowed range, as Hug
 :meth:`ModelConfig.load` checks a saved ``config.json`` against them.
 """
 import dataclasses
-import json
 from dataclasses import dataclass
 from typing import List, Optional
 
 from delft.training.batching import LENGTH_GROUPS, POOL_BATCHES
-from delft.utilities.errors import ConfigurationError
 # the settings machinery, shared with text classification (imported from here before)
-from delft.utilities.settings import (SEED_LIMIT, TrackingSettings,  # noqa: F401
+from delft.utilities.settings import (SEED_LIMIT, SavedConfig, TrackingSettings,  # noqa: F401
                                       add_config_options, check_fields, check_name, check_values,
                                       checked_value, cli_fields, config_values, default_of,
                                       field_types, option, settings_of_each)
@@ -23,7 +21,7 @@ LR_SCHEDULES = ("plateau", "exponential")
 
 
 @dataclass
-class ModelConfig:
+class ModelConfig(SavedConfig):
     """Everything needed to rebuild a trained model; written to ``config.json`` beside its weights."""
 
     model_name: str = option("model", "the model's name, the folder it is saved in", cli=False,
@@ -81,19 +79,6 @@ class ModelConfig:
                "BERT_CRF (its folders load with it); false: one potential per word",
         cli=False)
     delft_version: str = option("", "the delft version that saved the model", cli=False)
-
-    def save(self, path):
-        with open(path, "w", encoding="utf-8") as out:
-            json.dump(dataclasses.asdict(self), out, indent=2, sort_keys=True)
-
-    @classmethod
-    def load(cls, path):
-        """Read ``config.json``; unknown keys are ignored, known ones checked (one-line errors)."""
-        from delft.utilities.json_files import read_json_object
-
-        values = read_json_object(path, error=ConfigurationError)
-        known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in values.items() if k in known}).validated(path)
 
     def validated(self, source="config"):
         return check_fields(self, source)

@@ -10,12 +10,12 @@ import gc
 from typing import List
 
 import numpy as np
-import tensorflow as tf
 
 from delft.sequenceLabelling.batching import cell_budget_batches
-from delft.training.batching import (ReplicaFeeder, global_batch_size, length_bucketed_batches,
+from delft.training.batching import (global_batch_size, length_bucketed_batches,
                                      prefetched)
 from delft.sequenceLabelling.windows import Stitcher
+from delft.training.prediction import ShardedStep
 # DeLFT's import path of the entity chunker (GROBID-side code reads it from here)
 from delft.sequenceLabelling.output import get_entities_with_offsets
 
@@ -65,31 +65,14 @@ class Predictions:
         return [values[s:e] for s, e in zip(self.starts[:-1], self.starts[1:])]
 
 
-class Predictor:
-    """Label ids (and per-word confidences) for an encoded corpus, on the given strategy.
+class Predictor(ShardedStep):
+    """Label ids (and per-word confidences) for an encoded corpus, on the given strategy (the
+    compiled step: :class:`~delft.training.prediction.ShardedStep`)."""
 
-    The compiled step is traced once (its input signature leaves batch and length free) and kept
-    for the life of the predictor: a call allocates nothing that outlives it.
-    """
-
-    def __init__(self, model, preprocessor, strategy):
-        self.model = model
-        self.strategy = strategy
-        self.feeder = ReplicaFeeder(strategy, preprocessor)
-        # no autograph: the steps have no Python control flow on tensors, and converting every
-        # function they call made tracing far slower
-        self._step = tf.function(self._predict_step, autograph=False,
-                                 input_signature=self.feeder.step_signature(False))
-
-    def _predict_step(self, slices):
-        def replica_fn(groups):
-            (batch,) = groups
-            potentials = self.model(batch, training=False)
-            tags, scores = self.model.decode(batch, potentials)
-            return tags, scores, batch["index"]
-
-        outputs = self.strategy.run(replica_fn, args=(self.feeder.distribute(slices),))
-        return tuple(self.strategy.gather(value, axis=0) for value in outputs)
+    def replica_outputs(self, batch):
+        potentials = self.model(batch, training=False)
+        tags, scores = self.model.decode(batch, potentials)
+        return tags, scores, batch["index"]
 
     def batches(self, corpus, batch_size) -> List[np.ndarray]:
         """The global batches of ``corpus``'s rows, in the order they run."""

@@ -6,13 +6,11 @@ from them, ``Classifier`` fills them from DeLFT's argument names, and :meth:`Mod
 checks a saved ``config.json`` against them (DeLFT 0.4.6's and 1.2.0's keys load too: the dead
 ones, such as ``char_embedding_size``, are ignored).
 """
-import dataclasses
-import json
 from dataclasses import dataclass
 from typing import List, Optional
 
 from delft.utilities.errors import ConfigurationError
-from delft.utilities.settings import (SEED_LIMIT, TrackingSettings, check_fields, option,
+from delft.utilities.settings import (SEED_LIMIT, SavedConfig, TrackingSettings, check_fields, option,
                                       settings_of_each)
 
 LR_SCHEDULES = ("none", "plateau", "exponential")
@@ -21,7 +19,7 @@ LEARNED_EMBEDDING_SIZE = 300
 
 
 @dataclass
-class ModelConfig:
+class ModelConfig(SavedConfig):
     """Everything needed to rebuild a trained classifier; written to ``config.json``."""
 
     model_name: str = option("classifier", "the model's name, the folder it is saved in",
@@ -50,19 +48,6 @@ class ModelConfig:
     fold_number: int = option(1, "how many models were trained on folds (their predictions "
                                  "are combined)", minimum=1, cli=False)
     delft_version: str = option("", "the delft version that saved the model", cli=False)
-
-    def save(self, path):
-        with open(path, "w", encoding="utf-8") as out:
-            json.dump(dataclasses.asdict(self), out, indent=2, sort_keys=True)
-
-    @classmethod
-    def load(cls, path):
-        """Read ``config.json``; unknown keys are ignored, known ones checked (one-line errors)."""
-        from delft.utilities.json_files import read_json_object
-
-        values = read_json_object(path, error=ConfigurationError)
-        known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in values.items() if k in known}).validated(path)
 
     def validated(self, source="config"):
         check_fields(self, source)

@@ -5,31 +5,21 @@ back are put in input order by the row index every slice carries, so the output 
 or N devices. The compiled step is traced once and kept for the life of the predictor.
 """
 import numpy as np
-import tensorflow as tf
 
-from delft.training.batching import ReplicaFeeder, global_batch_size, prefetched
+from delft.training.batching import global_batch_size, prefetched
+from delft.training.prediction import ShardedStep
 
 
-class ClassPredictor:
+class ClassPredictor(ShardedStep):
     """Probabilities [texts, classes] of a :class:`~delft.textClassification.preprocess.TextCorpus`
     on the given strategy."""
 
     def __init__(self, model, preprocessor, strategy):
-        self.model = model
-        self.strategy = strategy
+        super().__init__(model, preprocessor, strategy)
         self.classes = len(preprocessor.list_classes)
-        self.feeder = ReplicaFeeder(strategy, preprocessor)
-        # no autograph: no Python control flow on tensors in the step
-        self._step = tf.function(self._predict_step, autograph=False,
-                                 input_signature=self.feeder.step_signature(False))
 
-    def _predict_step(self, slices):
-        def replica_fn(groups):
-            (batch,) = groups
-            return self.model(batch, training=False), batch["index"]
-
-        outputs = self.strategy.run(replica_fn, args=(self.feeder.distribute(slices),))
-        return tuple(self.strategy.gather(value, axis=0) for value in outputs)
+    def replica_outputs(self, batch):
+        return self.model(batch, training=False), batch["index"]
 
     def predict(self, corpus, batch_size):
         """The class probabilities (float32) of every row of ``corpus``, in input order."""

@@ -247,3 +247,4 @@ def prefetched(items, depth=2):
     finally:
         stop.set()
         thread.join()
+

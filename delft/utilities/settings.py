@@ -5,6 +5,7 @@ a folder name) and turns fields into command-line options, for every toolkit's c
 """
 import argparse
 import dataclasses
+import json
 import math
 import typing
 from dataclasses import dataclass, field
@@ -200,6 +201,24 @@ def check_values(settings, config_classes, source):
         fields.update({f.name: f for f in dataclasses.fields(cls)})
     return {name: checked_value(fields[name], hints[name], value, source)
             for name, value in settings.items()}
+
+
+class SavedConfig:
+    """``save`` and ``load`` of a model's config dataclass as ``config.json``; the class gives
+    ``validated(source)``."""
+
+    def save(self, path):
+        with open(path, "w", encoding="utf-8") as out:
+            json.dump(dataclasses.asdict(self), out, indent=2, sort_keys=True)
+
+    @classmethod
+    def load(cls, path):
+        """Read ``config.json``; unknown keys are ignored, known ones checked (one-line errors)."""
+        from delft.utilities.json_files import read_json_object
+
+        values = read_json_object(path, error=ConfigurationError)
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in known}).validated(path)
 
 
 @dataclass

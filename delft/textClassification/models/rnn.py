@@ -46,8 +46,29 @@ def last_states(time_major, lengths):
     return tf.gather_nd(time_major, last) * tf.cast(lengths > 0, time_major.dtype)[:, None]
 
 
+class OneDirection:
+    """What :class:`ForwardGRU` and :class:`ForwardLSTM` add to their two-direction layer: the
+    time-major states of :meth:`_run` as every state or each row's last one, and no recurrent
+    dropout in the config."""
+
+    def _outputs(self, time_major_states, lengths):
+        if self.return_sequences:
+            return tf.transpose(time_major_states, [1, 0, 2])
+        return last_states(time_major_states, tf.cast(lengths, tf.int32))
+
+    def compute_output_shape(self, input_shape):
+        if self.return_sequences:
+            return tuple(input_shape[:2]) + (self.units,)
+        return (input_shape[0], self.units)
+
+    def get_config(self):
+        config = dict(super().get_config(), return_sequences=self.return_sequences)
+        config.pop("recurrent_dropout")
+        return config
+
+
 @keras.saving.register_keras_serializable(package="delft")
-class ForwardGRU(BiGRU):
+class ForwardGRU(OneDirection, BiGRU):
     """One-direction GRU on :class:`BiGRU`'s kernel: ``inputs`` [batch, time, features],
     ``lengths`` [batch] -> every state [batch, time, units] (``return_sequences``) or each row's
     last one [batch, units]. Keras' GRU cell and weight layout (``reset_after``).
@@ -72,24 +93,12 @@ class ForwardGRU(BiGRU):
         self.directions = [(kernel, recurrent, bias)]
 
     def call(self, inputs, lengths, training=False):
-        states = self._run(tf.transpose(inputs, [1, 0, 2]), self.directions[0])
-        if self.return_sequences:
-            return tf.transpose(states, [1, 0, 2])
-        return last_states(states, tf.cast(lengths, tf.int32))
-
-    def compute_output_shape(self, input_shape):
-        if self.return_sequences:
-            return tuple(input_shape[:2]) + (self.units,)
-        return (input_shape[0], self.units)
-
-    def get_config(self):
-        config = dict(super().get_config(), return_sequences=self.return_sequences)
-        config.pop("recurrent_dropout")
-        return config
+        return self._outputs(self._run(tf.transpose(inputs, [1, 0, 2]), self.directions[0]),
+                             lengths)
 
 
 @keras.saving.register_keras_serializable(package="delft")
-class ForwardLSTM(BiLSTM):
+class ForwardLSTM(OneDirection, BiLSTM):
     """One-direction LSTM on :class:`BiLSTM`'s fused kernel: ``inputs`` [batch, time,
     features], ``lengths`` [batch] -> every state [batch, time, units] (``return_sequences``) or
     each row's last one [batch, units].
@@ -112,21 +121,8 @@ class ForwardLSTM(BiLSTM):
         self.directions = [(kernel, recurrent, bias)]
 
     def call(self, inputs, lengths, training=False):
-        states = self._run(tf.transpose(inputs, [1, 0, 2]),
-                           self._fused_directions(inputs.shape)[0])
-        if self.return_sequences:
-            return tf.transpose(states, [1, 0, 2])
-        return last_states(states, tf.cast(lengths, tf.int32))
-
-    def compute_output_shape(self, input_shape):
-        if self.return_sequences:
-            return tuple(input_shape[:2]) + (self.units,)
-        return (input_shape[0], self.units)
-
-    def get_config(self):
-        config = super().get_config()
-        config.pop("recurrent_dropout")
-        return config
+        return self._outputs(self._run(tf.transpose(inputs, [1, 0, 2]),
+                                       self._fused_directions(inputs.shape)[0]), lengths)
 
 
 RECURRENT_LAYERS = (BiGRU, BiLSTM)  # ForwardGRU and ForwardLSTM included: they take lengths

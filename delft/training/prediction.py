@@ -1,0 +1,32 @@
+"""The compiled inference step both toolkits predict with, sharded across the strategy's
+replicas: each global batch is split across them, and what they return is gathered back with the
+index every slice carries, so the caller puts the rows in input order (the same on 1 or N
+devices)."""
+import tensorflow as tf
+
+from delft.training.batching import ReplicaFeeder
+class ShardedStep:
+    """A compiled inference step over the strategy's replicas: each replica's
+    :meth:`replica_outputs` of its slice of a global batch, gathered back with the rows' index.
+
+    The step is traced once (its input signature leaves batch and length free) and kept for the
+    life of the object: a call allocates nothing that outlives it.
+    """
+
+    def __init__(self, model, preprocessor, strategy):
+        self.model = model
+        self.strategy = strategy
+        self.feeder = ReplicaFeeder(strategy, preprocessor)
+        # no autograph: the step has no Python control flow on tensors, and converting every
+        # function it calls made tracing far slower
+        self._step = tf.function(self._predict_step, autograph=False,
+                                 input_signature=self.feeder.step_signature(False))
+
+    def replica_outputs(self, batch):
+        """The tensors of one replica's batch, its ``batch["index"]`` last."""
+        raise NotImplementedError
+
+    def _predict_step(self, slices):
+        outputs = self.strategy.run(lambda groups: self.replica_outputs(*groups),
+                                    args=(self.feeder.distribute(slices),))
+        return tuple(self.strategy.gather(value, axis=0) for value in outputs)
