@@ -248,19 +248,39 @@ def user_errors_are_one_line(main):
     return wrapped
 
 
+@contextlib.contextmanager
+def _command_logging():
+    """The CLIs' logging for the block, the caller's back after it (``main`` may be called in
+    a process that has its own)."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    # the INFO lines of TensorFlow's Python side (one per collective op under several
+    # replicas, checkpoint sharding, preemption watchers) are not ours; delft's report is
+    # printed on stdout instead
+    quieted = {name: logging.getLogger(name).level
+               for name in ("tensorflow", "absl", "delft.report")}
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    for name in quieted:
+        logging.getLogger(name).setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for name, previous in quieted.items():
+            logging.getLogger(name).setLevel(previous)
+        for handler in root.handlers[:]:
+            if handler not in handlers:
+                root.removeHandler(handler)
+        root.setLevel(level)
+
+
 def _run(main, argv):
     """``main(argv)`` with the CLIs' logging; a user's error is one line and exit code 2."""
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
     # a command's stderr is for its own notices: transformers' advice that PyTorch is absent
     # (torch is never used here) is not one of them
     os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
-    # the INFO lines of TensorFlow's Python side (one per collective op under several
-    # replicas, checkpoint sharding, preemption watchers) are not ours
-    for library in ("tensorflow", "absl"):
-        logging.getLogger(library).setLevel(logging.WARNING)
-    logging.getLogger("delft.report").setLevel(logging.WARNING)  # printed on stdout instead
     try:
-        return main(argv)
+        with _command_logging():
+            return main(argv)
     except (DelftError, FileNotFoundError, IsADirectoryError, PermissionError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
