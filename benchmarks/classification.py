@@ -25,7 +25,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from delft12_classification import (_MEASURED, DEFAULT_CACHE, DEFAULT_DATA,  # noqa: E402
-                                    RESULTS as REFERENCE, defaults, make_split)
+                                    RESULTS as REFERENCE, append_result, defaults,
+                                    make_split)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(REPO, "benchmarks", "results", "delft-classification.jsonl")
@@ -151,11 +152,7 @@ def main():
                 vocab_size=result["vocab_size"], parameters=result["parameters"],
                 cpus=os.cpu_count(), machine=platform.machine(),
                 date=datetime.date.today().isoformat())
-            with open(args.results, "a") as stream:
-                stream.write(json.dumps(record) + "\n")
-            print(f"{task} {args.architecture} seed {seed}: macro F1 {record['f1_macro']} "
-                  f"(present {record['f1_macro_present']}), {record['epochs']} epochs, wall "
-                  f"{record['wall']} s, rss {record['rss']:.2f} GB", flush=True)
+            append_result(args.results, record)
 
 
 if __name__ == "__main__":

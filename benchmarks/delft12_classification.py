@@ -77,6 +77,16 @@ CLASSES = {
 CITATION_LABELS = {"n": "negative", "o": "neutral", "p": "positive"}
 
 
+def append_result(path, record):
+    """Append a run's JSON line to ``path`` and print its summary line."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "a") as f:
+        f.write(json.dumps(record) + "\n")
+    print(f"{record['task']} {record['architecture']} seed {record['seed']}: macro F1 "
+          f"{record['f1_macro']} (present {record['f1_macro_present']}), {record['epochs']} epochs, "
+          f"wall {record['wall']} s, rss {record['rss']:.2f} GB", flush=True)
+
+
 def defaults(task, architecture):
     """What DeLFT 1.2.0's apps train the task with (licenseClassifier.configure/train_and_eval,
     citationClassifier.configure/train_and_eval)."""
@@ -313,12 +323,7 @@ def main():
                 "torch_version": result["torch_version"], "cpus": os.cpu_count(), "machine": platform.machine(),
                 "date": datetime.date.today().isoformat(),
             }
-            os.makedirs(os.path.dirname(args.results), exist_ok=True)
-            with open(args.results, "a") as f:
-                f.write(json.dumps(record) + "\n")
-            print(f"{task} {args.architecture} seed {seed}: macro F1 {record['f1_macro']} "
-                  f"(present {record['f1_macro_present']}), {record['epochs']} epochs, wall {record['wall']} s, "
-                  f"rss {record['rss']:.2f} GB", flush=True)
+            append_result(args.results, record)
 
 
 if __name__ == "__main__":

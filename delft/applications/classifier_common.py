@@ -34,18 +34,6 @@ def shared_file(args, parts, what):
     return path
 
 
-def check(args, training_file):
-    """The checks before any data is read: the training data, the files to classify and write."""
-    if args.action in ("train", "train_eval"):
-        training_file(args)
-    elif args.action == "eval" and not (args.test or args.input):
-        raise ConfigurationError("eval needs --test FILE")
-    elif args.action == "classify" and args.file_in:
-        common.check_text_file(args.file_in, "--file-in")
-    if args.action == "classify" and args.file_out:
-        common.check_output_file(args.file_out, "--file-out")
-
-
 def read_sets(args, read, training_file):
     """The data of train/train_eval: ``read(path, option)`` of the training file, ``--valid`` and
     (train_eval) ``--test``, each ``(texts, classes, None)``."""

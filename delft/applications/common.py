@@ -221,6 +221,21 @@ def check_matrix_file(path, option):
     return path
 
 
+def check_action_files(args, check_training, eval_needs="--test FILE"):
+    """The checks of an application's files before any data is read: ``check_training(args)``
+    for train and train_eval, an evaluation file for eval, and for the action that applies a
+    model (tag, classify) its ``--file-in`` and ``--file-out``."""
+    applies = args.action in ("tag", "classify")
+    if args.action in ("train", "train_eval"):
+        check_training(args)
+    elif args.action == "eval" and not (args.test or args.input):
+        raise ConfigurationError(f"eval needs {eval_needs}")
+    elif applies and args.file_in:
+        check_text_file(args.file_in, "--file-in")
+    if applies and args.file_out:
+        check_output_file(args.file_out, "--file-out")
+
+
 def check_output_file(path, option):
     """A one-line error, before any work, when the output file ``path`` cannot be written."""
     try:

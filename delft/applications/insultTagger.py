@@ -61,14 +61,8 @@ def training_files(args):
 
 
 def check(args):
-    if args.action in ("train", "train_eval"):
-        training_files(args)
-    elif args.action == "eval" and not (args.test or args.input):
-        raise ConfigurationError("eval needs --test FILE (TEI with <rs type=...> annotations)")
-    elif args.action == "tag" and args.file_in:
-        common.check_text_file(args.file_in, "--file-in")
-    if args.action == "tag" and args.file_out:
-        common.check_output_file(args.file_out, "--file-out")
+    common.check_action_files(args, training_files,
+                              "--test FILE (TEI with <rs type=...> annotations)")
 
 
 def read_train(args):

@@ -63,7 +63,7 @@ APPLICATION = flow.Application(
     read_eval=lambda args: classifier_common.read_eval_set(args, read(args)),
     tag=lambda model, args: classifier_common.classify(model, args, EXAMPLES),
     add_options=add_options,
-    check=lambda args: classifier_common.check(args, training_file),
+    check=lambda args: common.check_action_files(args, training_file),
     toolkit=TEXT_CLASSIFICATION)
 
 
