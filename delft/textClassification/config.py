@@ -74,9 +74,13 @@ class TrainingConfig(TrackingSettings):
     max_epoch: int = option(60, "most epochs to train", minimum=1)
     fold_number: int = option(1, "train this many models on folds (n-fold)", flag="--fold-count",
                               minimum=1)
-    early_stop: bool = option(True, "stop when validation ROC-AUC stops improving (true|false)")
-    patience: int = option(5, "epochs without a better validation ROC-AUC before stopping",
+    early_stop: bool = option(True, "stop when the validation loss (or ROC-AUC) stops improving "
+                                    "(true|false)")
+    patience: int = option(5, "epochs without a better validation score before stopping",
                            minimum=1)
+    use_roc_auc: bool = option(
+        False, "early stopping and the kept epoch by the validation ROC-AUC (DeLFT's apps) "
+               "instead of the validation loss (true|false)")
     pool_batches: int = option(1, "accepted for the shared training loop: batches are drawn at "
                                   "random", minimum=1, maximum=1, cli=False)
     class_weights: Optional[dict] = option(

@@ -34,6 +34,30 @@ def mean_roc_auc(truth, probabilities):
     return float(np.mean(values)) if values else 0.5
 
 
+def mean_cross_entropy(truth, probabilities, exclusive=False, example_weights=None):
+    """The loss a classifier trains on, over a whole set: the mean over texts of the binary
+    cross-entropy averaged over classes (``exclusive=False``: sigmoid outputs), or of the
+    categorical cross-entropy (softmax outputs), each text's times its ``example_weights`` (its
+    class's weight in training, :meth:`TextPreprocessor.label_rows`). Probabilities are clipped to
+    [1e-7, 1 - 1e-7], as Keras' losses clip them.
+
+    >>> round(mean_cross_entropy(np.array([[1, 0]]), np.array([[0.9, 0.2]])), 4)
+    0.1643
+    >>> round(mean_cross_entropy(np.array([[1, 0]]), np.array([[0.9, 0.1]]), exclusive=True), 4)
+    0.1054
+    """
+    truth = np.asarray(truth, dtype=np.float64)
+    probabilities = np.clip(np.asarray(probabilities, dtype=np.float64), 1e-7, 1 - 1e-7)
+    if exclusive:
+        losses = -np.sum(truth * np.log(probabilities), axis=1)
+    else:
+        losses = -np.mean(truth * np.log(probabilities)
+                          + (1 - truth) * np.log(1 - probabilities), axis=1)
+    if example_weights is not None:
+        losses = losses * np.asarray(example_weights, dtype=np.float64)
+    return float(np.mean(losses))
+
+
 def class_scores(truth, probabilities, classes):
     """Per-class and averaged scores of the predicted (most probable) class, as a
     :class:`~delft.utilities.scores.Report` (printed, the table in ``classes``' order).

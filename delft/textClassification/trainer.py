@@ -1,5 +1,6 @@
 """Training of a classifier: the shared epoch loop (:mod:`delft.training.loop`) on batches drawn at
-random, early stopping on the validation set's mean ROC-AUC, DeLFT's optimizers.
+random, early stopping on the validation set's loss (or its mean ROC-AUC, as DeLFT's apps), DeLFT's
+optimizers.
 
 The optimizer is DeLFT's for the architecture: RMSprop (rho 0.9) for the GRU architectures with
 gradients clipped at a global norm of 1, AdamW with warm-up then linear decay for ``bert``, Adam
@@ -9,12 +10,17 @@ import dataclasses
 
 import keras
 
-from delft.textClassification.evaluation import class_scores, mean_roc_auc
+from delft.textClassification.evaluation import class_scores, mean_cross_entropy, mean_roc_auc
 from delft.textClassification.predictor import ClassPredictor
 from delft.training.batching import batches_per_epoch, length_bucketed_batches
 from delft.training.loop import EpochTrainer, warmup_then_decay, with_loss_scaling
 
 RMSPROP_ARCHITECTURES = ("gru", "gru_simple", "gru_lstm")
+# DeLFT 1.2.0 (PyTorch) divides by sqrt(v) + 1e-7; Keras by sqrt(v + epsilon). With Keras' own
+# 1e-7 under the root, a weight whose gradients stay below ~3e-4 (a word's embedding row, under
+# the global clip at 1) moves slower, ~100x at 1e-5, and `gru` learned the rare licence classes
+# too slowly: 1e-14 under the root is PyTorch's 1e-7 beside it (within 25% near 1e-7).
+RMSPROP_EPSILON_UNDER_ROOT = 1e-14
 
 
 def resolved_clip(training_config, architecture_name):
@@ -32,12 +38,12 @@ def resolved_clip(training_config, architecture_name):
 
 class ClassifierTrainer(EpochTrainer):
     """Fit a classifier on a :class:`~delft.textClassification.preprocess.TextCorpus`; keeps the
-    weights of the epoch of best validation ROC-AUC."""
+    weights of the epoch of lowest validation loss (``use_roc_auc``: of highest ROC-AUC, as
+    DeLFT's apps train)."""
 
-    metric = "val_roc_auc"
-    # DeLFT's early stopping of classifiers: only a higher ROC-AUC is progress. It reaches 1 on
-    # small validation sets (GROBID's licence data: 78 texts), where counting ties trained every
-    # model to max_epoch.
+    # Only a strictly better score is progress, as in DeLFT: ROC-AUC reaches 1 on small
+    # validation sets (GROBID's licence data: 78 texts), where counting ties trained every model
+    # to max_epoch.
     ties_reach_best = False
 
     def __init__(self, model, preprocessor, training_config, strategy, batch_size,
@@ -48,6 +54,11 @@ class ClassifierTrainer(EpochTrainer):
         super().__init__(model, preprocessor, training_config, strategy, batch_size,
                          uses_transformer, trackers)
         self.predictor = ClassPredictor(model, preprocessor, strategy)
+        # The validation loss by default: on the licence data's 78 validation texts ROC-AUC
+        # nears 1 while the rare classes are still learned, and stopping on it kept epochs whose
+        # argmax missed them (doc/classification.md, "Figures").
+        self.metric = "val_roc_auc" if training_config.use_roc_auc else "val_loss"
+        self.higher_is_better = bool(training_config.use_roc_auc)
 
     def train(self, train_corpus, train_labels, valid_corpus=None, valid_truth=None,
               checkpoints_claim=None):
@@ -64,7 +75,12 @@ class ClassifierTrainer(EpochTrainer):
 
     def validation_score(self, validation):
         corpus, truth = validation
-        return mean_roc_auc(truth, self.predictor.predict(corpus, self.batch_size))
+        probabilities = self.predictor.predict(corpus, self.batch_size)
+        if self.config.use_roc_auc:
+            return mean_roc_auc(truth, probabilities)
+        weights = self.preprocessor.label_rows(truth, self.config.class_weights)
+        return mean_cross_entropy(truth, probabilities, self.model.output_activation == "softmax",
+                                  weights["example_weights"])
 
     def validation_report(self, validation):
         corpus, truth = validation
@@ -78,7 +94,8 @@ class ClassifierTrainer(EpochTrainer):
                 learning_rate=warmup_then_decay(rate, total_steps, self.config),
                 weight_decay=self.config.weight_decay)
         elif self.architecture_name in RMSPROP_ARCHITECTURES:
-            optimizer = keras.optimizers.RMSprop(learning_rate=rate, rho=0.9, epsilon=1e-7)
+            optimizer = keras.optimizers.RMSprop(learning_rate=rate, rho=0.9,
+                                                 epsilon=RMSPROP_EPSILON_UNDER_ROOT)
         else:
             optimizer = keras.optimizers.Adam(learning_rate=rate)
         return with_loss_scaling(optimizer, self.loss_scaling)

@@ -29,7 +29,7 @@ report_logger = logging.getLogger("delft.report")  # the CLIs print the reports 
 # DeLFT's Classifier arguments with nothing to act on here (DeLFT 0.4.6 and 1.2.0 store most of
 # them and never read them: its models take their own dropout, optimizer and units)
 IGNORED_ARGUMENTS = ("char_emb_size", "recurrent_dropout", "use_char_feature", "optimizer",
-                     "lr_decay_rate", "log_dir", "use_roc_auc", "multiprocessing", "num_workers",
+                     "lr_decay_rate", "log_dir", "multiprocessing", "num_workers",
                      "nb_workers", "device", "short_model_name", "resource_registry_path")
 VALIDATION_SHARE = 0.1  # what train carves off for early stopping when no validation set is given
 
@@ -40,8 +40,9 @@ class Classifier:
     ``model_name``, ``architecture``, ``embeddings_name`` and ``list_classes`` may be given by
     position, every other setting by its name, DeLFT's, which is the config field's
     (``delft/textClassification/config.py``). DeLFT's arguments that its models never read
-    (``char_emb_size``, ``recurrent_dropout``, ``optimizer``, ``use_roc_auc``...) are accepted and
-    have no effect. Without ``embeddings_name`` (and not ``bert``), word embeddings are learned
+    (``char_emb_size``, ``recurrent_dropout``, ``optimizer``...) are accepted and have no
+    effect. Early stopping watches the validation loss unless ``use_roc_auc=True`` (DeLFT's
+    ROC-AUC). Without ``embeddings_name`` (and not ``bert``), word embeddings are learned
     from the training texts, as DeLFT 1.2.0 does.
 
     >>> model = Classifier("copyright_gru", list_classes=["publisher", "authors"], max_epoch=2)
@@ -160,7 +161,8 @@ class Classifier:
     def train(self, x_train, y_train, vocab_init=None, incremental=False, callbacks=None,
               x_valid=None, y_valid=None, multi_gpu=False, checkpoint_dir=None):
         """Train on texts ``x_train`` and their classes ``y_train`` (one-hot rows, as DeLFT, or
-        class names). With ``early_stop`` (default) the epoch of best validation ROC-AUC is kept:
+        class names). With ``early_stop`` (default) the epoch of lowest validation loss (with
+        ``use_roc_auc``, of highest ROC-AUC) is kept:
         on ``(x_valid, y_valid)`` when given, else on 10% of the training texts (seeded by
         ``seed``). ``fold_number`` > 1 trains that many models (:meth:`train_nfold`).
 

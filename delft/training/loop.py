@@ -24,7 +24,8 @@ from delft.utilities.verbosity import showing_progress
 
 logger = logging.getLogger(__name__)
 
-METRIC_LABELS = {"val_f1": "validation F1", "val_roc_auc": "validation ROC-AUC"}
+METRIC_LABELS = {"val_f1": "validation F1", "val_roc_auc": "validation ROC-AUC",
+                 "val_loss": "validation loss"}
 
 
 def make_optimizer(training_config, total_steps, uses_transformer, loss_scaling=False):
@@ -100,14 +101,15 @@ class EpochTrainer:
     """Fit ``model`` under ``strategy``, epoch after epoch; keeps the best epoch's weights.
 
     A subclass gives :meth:`epoch_batches` and :meth:`steps_per_epoch` (the rows of each global
-    batch of an epoch), and :meth:`validation_score` (a number, higher is better) under the name
-    ``metric`` in the history. ``training_config`` has the fields of
+    batch of an epoch), and :meth:`validation_score` (a number, higher is better unless
+    ``higher_is_better`` is False) under the name ``metric`` in the history. ``training_config`` has the fields of
     :class:`delft.sequenceLabelling.config.TrainingConfig` the loop reads: ``max_epoch``,
     ``early_stop``, ``patience``, ``seed``, ``resume``, ``clip_gradients``, ``pool_batches``,
     ``lr_schedule``, ``lr_decay`` and the learning rate.
     """
 
     metric = "val_score"
+    higher_is_better = True  # False: the score is a loss
     # whether an epoch that ties the best score becomes the best (see _should_stop)
     ties_reach_best = True
 
@@ -287,7 +289,8 @@ class EpochTrainer:
         # latest of the tied epochs generalises better (benchmarks/grobid_holdout.py). Keeping
         # the first would stop too early.
         score = record[self.metric]
-        if score > state.best_score or (self.ties_reach_best and score == state.best_score):
+        better = score > state.best_score if self.higher_is_better else score < state.best_score
+        if not state.best_epoch or better or (self.ties_reach_best and score == state.best_score):
             state.best_score, state.best_epoch = record[self.metric], record["epoch"]
             state.best_weights = self.model.get_weights()
             state.wait = state.plateau_wait = 0
