@@ -15,7 +15,8 @@ What is DeLFT 0.4.6's and what is not:
   whole text) is the step ``rnn_input_dropout``, a ``SpatialDropout1D`` before it; a
   bidirectional layer's two directions share that mask (Keras 2 drew one per direction);
 - no recurrent dropout (DeLFT 1.2.0 has none, and a per-step mask leaves no fused kernel);
-- the ``Dropout`` layers are where 0.4.6 has them, at ``model_config.dropout``.
+- the ``Dropout`` layers are where 0.4.6 has them, at ``model_config.dropout``, but in ``gru``,
+  which has DeLFT 1.2.0's one dropout between its BiGRUs.
 """
 import keras
 import tensorflow as tf
@@ -26,10 +27,12 @@ from delft.textClassification.models.base import MaxAndMeanPooling
 
 LSTM_CNN_FILTERS = 300  # lstm_cnn's last convolution, fixed in both DeLFT versions
 
-# DeLFT 0.4.6's layers, in order (see the module docstring and LayerStack for each step)
+# DeLFT's layers, in order (see the module docstring and LayerStack for each step)
 RNN_RECIPES = {
-    "gru": ("rnn_input_dropout", "bigru", "dropout", "rnn_input_dropout", "bigru",
-            "max_and_mean", "dense"),
+    # DeLFT 1.2.0's gru (0.4.6 adds a spatial dropout before each BiGRU): with word embeddings
+    # learned from licence texts it scored higher on every seed (doc/classification.md); without
+    # weights of their own, dropouts leave GROBID's shipped 0.4.6 gru unchanged at inference
+    "gru": ("bigru", "dropout", "bigru", "max_and_mean", "dense"),
     "gru_simple": ("rnn_input_dropout", "bigru", "max_and_mean", "dense"),
     "gru_lstm": ("rnn_input_dropout", "bigru", "dropout", "rnn_input_dropout", "bilstm",
                  "max_and_mean", "dense"),
