@@ -5,9 +5,10 @@
     DELFT12_PYTHON=/path/to/delft12/bin/python python benchmarks/tagging_throughput.py
 
 A model is trained for 3 epochs (ours and, when DELFT12_PYTHON is set, DeLFT's) by their CLIs and
-saved; each is then loaded in a fresh process that tags, so the peak RSS is that of a process that
-tags (as GROBID's), not of one that trained. Per batch size: tokens/s as min / median / max of
-``--repeats`` identical calls (their spread shows how repeatable a call is), the peak RSS, and the
+saved; each is then loaded in a fresh process per batch size that tags, so the peak RSS is that of
+a process tagging at that batch size (as GROBID's), not of one that trained. Per batch size:
+tokens/s as min / median / max of ``--repeats`` identical calls, their spread (the p90 / median
+and max / min of the call times), the peak RSS, and the
 ratio of our best batch to DeLFT's best. With --replicas, the 2-replica / 1-device time ratio of
 the medians.
 """
@@ -18,6 +19,8 @@ import statistics
 import sys
 import tempfile
 import textwrap
+
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -65,14 +68,20 @@ def train(toolkit, data, folder):
 
 
 def tag(toolkit, models, data, folder, args, modes):
+    """One fresh process per batch size and mode: each peak RSS is that batch size's alone."""
     python = sys.executable if toolkit == "ours" else peers.DELFT12_PYTHON
     env = dict(os.environ, PYTHONPATH=peers.REPO) if toolkit == "ours" else {
         k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DELFT_CPU_REPLICAS")}
-    result = peers.run([python, "-c", TAGGER, models, data, args.batch_sizes, str(args.repeats),
-                        str(args.sequences), modes], folder, env)
-    if result.code != 0:
-        raise SystemExit(f"{toolkit} tagging failed:\n{result.err[-3000:]}")
-    return [json.loads(line) for line in result.out.splitlines() if line.startswith("{")]
+    rows = []
+    for mode in modes.split(","):
+        for batch_size in args.batch_sizes.split(","):
+            result = peers.run([python, "-c", TAGGER, models, data, batch_size,
+                                str(args.repeats), str(args.sequences), mode], folder, env)
+            if result.code != 0:
+                raise SystemExit(f"{toolkit} tagging failed:\n{result.err[-3000:]}")
+            rows += [json.loads(line) for line in result.out.splitlines()
+                     if line.startswith("{")]
+    return rows
 
 
 def report(toolkit, rows):
@@ -80,10 +89,11 @@ def report(toolkit, rows):
     for row in rows:
         speeds = sorted(row["tokens"] / s for s in row["seconds"])
         best = max(best, speeds[-1])
+        p90 = float(np.percentile(row["seconds"], 90)) / statistics.median(row["seconds"])
         print(f"{toolkit:12s} batch {row['batch']:5d} {row['replicas']} replica(s): tokens/s "
               f"min {speeds[0]:8.0f}  median {statistics.median(speeds):8.0f}  max "
-              f"{speeds[-1]:8.0f}  (max/min time {speeds[-1] / speeds[0]:.2f})  peak RSS "
-              f"{row['peak_rss_gb']:.2f} GB", flush=True)
+              f"{speeds[-1]:8.0f}  (time p90/median {p90:.2f}, max/min {speeds[-1] / speeds[0]:.2f})"
+              f"  peak RSS {row['peak_rss_gb']:.2f} GB", flush=True)
     return best
 
 
