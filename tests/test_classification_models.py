@@ -252,7 +252,7 @@ def test_delft0_gru_weights_onto_our_gru(tmp_path):
     same_outputs(original, model, word_batch(config, "word_vectors"))
 
     narrower = build_classifier(small_config("gru", maxlen=7), "word_vectors")  # 4 units
-    with pytest.raises(ModelLoadError, match=r"model_weights.hdf5: forward_kernel of bigru_1 "
+    with pytest.raises(ModelLoadError, match=r"model_weights.hdf5: forward_kernel of bigru_0 "
                                              r"has shape \(6, 15\) in the file, \(6, 12\)"):
         assign_delft0_weights(narrower, weights)
     with pytest.raises(ModelLoadError, match="onto a gru model over word vectors"):
