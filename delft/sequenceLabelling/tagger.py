@@ -12,7 +12,8 @@ from typing import List
 import numpy as np
 
 from delft.sequenceLabelling.batching import cell_budget_batches
-from delft.training.batching import global_batch_size, length_bucketed_batches
+from delft.training.batching import (global_batch_size, length_bucketed_batches,
+                                     prefetched)
 from delft.sequenceLabelling.windows import Stitcher
 from delft.training.prediction import ShardedStep
 # DeLFT's import path of the entity chunker (GROBID-side code reads it from here)
@@ -95,6 +96,6 @@ class Predictor(ShardedStep):
         batches = self.batches(corpus, batch_size)
         predictions = Predictions(corpus)
         slices = (self.feeder.slices(corpus, rows) for rows in batches)
-        for parts in self.step_inputs(slices, len(batches)):
+        for parts in (prefetched(slices) if len(batches) > 1 else slices):
             predictions.put(*(value.numpy() for value in self._step(parts)))
         return predictions

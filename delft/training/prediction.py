@@ -4,9 +4,7 @@ index every slice carries, so the caller puts the rows in input order (the same 
 devices)."""
 import tensorflow as tf
 
-from delft.training.batching import ReplicaFeeder, prefetched
-
-
+from delft.training.batching import ReplicaFeeder
 class ShardedStep:
     """A compiled inference step over the strategy's replicas: each replica's
     :meth:`replica_outputs` of its slice of a global batch, gathered back with the rows' index.
@@ -32,11 +30,3 @@ class ShardedStep:
         outputs = self.strategy.run(lambda groups: self.replica_outputs(*groups),
                                     args=(self.feeder.distribute(slices),))
         return tuple(self.strategy.gather(value, axis=0) for value in outputs)
-
-    @staticmethod
-    def step_inputs(slices, count):
-        """The step's inputs of each of ``count`` global batches (``slices``: their padded numpy
-        slices), as tensors; with more than one, padded and copied a few batches ahead in a
-        background thread, so the copy overlaps the step as the padding does."""
-        tensors = (tf.nest.map_structure(tf.convert_to_tensor, parts) for parts in slices)
-        return prefetched(tensors) if count > 1 else tensors
