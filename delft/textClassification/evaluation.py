@@ -34,11 +34,10 @@ def mean_roc_auc(truth, probabilities):
     return float(np.mean(values)) if values else 0.5
 
 
-def mean_cross_entropy(truth, probabilities, exclusive=False, example_weights=None):
+def mean_cross_entropy(truth, probabilities, exclusive=False):
     """The loss a classifier trains on, over a whole set: the mean over texts of the binary
     cross-entropy averaged over classes (``exclusive=False``: sigmoid outputs), or of the
-    categorical cross-entropy (softmax outputs), each text's times its ``example_weights`` (its
-    class's weight in training, :meth:`TextPreprocessor.label_rows`). Probabilities are clipped to
+    categorical cross-entropy (softmax outputs), without class weights. Probabilities are clipped to
     [1e-7, 1 - 1e-7], as Keras' losses clip them.
 
     >>> round(mean_cross_entropy(np.array([[1, 0]]), np.array([[0.9, 0.2]])), 4)
@@ -53,8 +52,6 @@ def mean_cross_entropy(truth, probabilities, exclusive=False, example_weights=No
     else:
         losses = -np.mean(truth * np.log(probabilities)
                           + (1 - truth) * np.log(1 - probabilities), axis=1)
-    if example_weights is not None:
-        losses = losses * np.asarray(example_weights, dtype=np.float64)
     return float(np.mean(losses))
 
 

@@ -102,7 +102,8 @@ class EpochTrainer:
 
     A subclass gives :meth:`epoch_batches` and :meth:`steps_per_epoch` (the rows of each global
     batch of an epoch), and :meth:`validation_score` (a number, higher is better unless
-    ``higher_is_better`` is False) under the name ``metric`` in the history. ``training_config`` has the fields of
+    ``higher_is_better`` is False) under the name ``metric`` in the history.
+    ``training_config`` has the fields of
     :class:`delft.sequenceLabelling.config.TrainingConfig` the loop reads: ``max_epoch``,
     ``early_stop``, ``patience``, ``seed``, ``resume``, ``clip_gradients``, ``pool_batches``,
     ``lr_schedule``, ``lr_decay`` and the learning rate.
