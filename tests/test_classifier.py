@@ -55,10 +55,8 @@ def test_a_saturated_roc_auc_stops_training_as_delfts_does():
 
 def test_early_stopping_keeps_the_epoch_of_lowest_validation_loss():
     """By default the validation loss decides: the epoch of the lowest is kept (its
-    predictions are those of a training stopped there), and training stops ``patience`` epochs
-    after it; the recorded loss is the mean cross-entropy of the kept model on those texts."""
-    from delft.textClassification.evaluation import mean_cross_entropy
-
+    predictions are those of a training stopped there, whose last recorded loss is that lowest),
+    and training stops ``patience`` epochs after it."""
     texts, labels = data()
     model = trained(max_epoch=40, patience=2, learning_rate=0.02)
     losses = [record["val_loss"] for record in model.history]
