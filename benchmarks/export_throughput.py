@@ -7,6 +7,8 @@ given, exports the ONNX bundle and the SavedModel into a temporary folder, then 
 
 - ``Sequence.tag`` (strings in, labels out) at batch 256;
 - the SavedModel's serving signature at batch 256 (ids in, label ids out, Viterbi in the graph);
+  these two timed in alternation, ``--rounds`` times each (their best and median, and the ratio of
+  the medians): timed one after the other, two runs of the script gave ratios of 0.66 and 0.93;
 - ONNX Runtime on ``encoder.onnx`` at batch 1, each call padded to maxSequenceLength as GROBID's
   Java makes it (with ONNX Runtime's default threads, and with one thread as GROBID's newer engine
   sets it), and at batch 256; emissions only: GROBID decodes the CRF in Java;
@@ -48,6 +50,19 @@ def best_time(run, repeats):
     return best
 
 
+def alternated(first, second, rounds):
+    """Seconds of ``rounds`` calls of each, alternating (after one warm-up call of each), so
+    that both meet the same host conditions."""
+    first(), second()
+    times = ([], [])
+    for _ in range(rounds):
+        for run, spent in zip((first, second), times):
+            start = time.perf_counter()
+            run()
+            spent.append(time.perf_counter() - start)
+    return times
+
+
 def java_char_ids(tokens, vocab, steps):
     """``char_input`` as GROBID's ``Preprocessor.tokensToCharIndices`` fills it."""
     chars, unk, width = vocab["charVocab"], vocab["charVocab"].get("<UNK>", 1), vocab["maxCharLength"]
@@ -71,7 +86,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--model-dir", default=None, help="a saved model folder")
     parser.add_argument("--sequences", type=int, default=5000)
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=2, help="ONNX Runtime: best of")
+    parser.add_argument("--rounds", type=int, default=7,
+                        help="Sequence.tag and the SavedModel: alternated rounds")
     args = parser.parse_args()
     import json
 
@@ -93,16 +110,20 @@ def main():
     def report(name, seconds):
         print(f"{name:<52} {tokens / seconds:>10,.0f} tokens/s")
 
-    report(f"Sequence.tag, batch {BATCH}",
-           best_time(lambda: sequence.tag(texts, batch_size=BATCH), args.repeats))
-
     signature = tf.saved_model.load(os.path.join(saved, "1")).signatures["serving_default"]
     corpus = sequence.p.encode(texts)
     order = np.argsort([len(t) for t in texts], kind="stable")  # as Sequence.tag batches
     batches = [{k: tf.constant(v) for k, v in sequence.p.padded_batch(
         corpus, order[i:i + BATCH]).items()} for i in range(0, len(texts), BATCH)]
-    report(f"SavedModel signature, batch {BATCH} (Viterbi inside)",
-           best_time(lambda: [signature(**b) for b in batches], args.repeats))
+    tag_times, signature_times = alternated(
+        lambda: sequence.tag(texts, batch_size=BATCH),
+        lambda: [[v.numpy() for v in signature(**b).values()] for b in batches], args.rounds)
+    for name, times in ((f"Sequence.tag, batch {BATCH}", tag_times),
+                        (f"SavedModel signature, batch {BATCH} (Viterbi inside)", signature_times)):
+        print(f"{name:<52} {tokens / min(times):>10,.0f} tokens/s best, "
+              f"{tokens / np.median(times):>10,.0f} median of {len(times)}")
+    print(f"Sequence.tag / SavedModel signature, medians: "
+          f"{np.median(signature_times) / np.median(tag_times):.2f}")
 
     config = json.load(open(os.path.join(bundle, "config.json")))
     vocab = json.load(open(os.path.join(bundle, "vocab.json")))

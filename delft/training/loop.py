@@ -18,6 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from delft.training.batching import ReplicaFeeder, global_batch_size, prefetched
+from delft.training.compiled import CompiledStep
 from delft.training.checkpoints import EpochCheckpoints, TrainingProgress, run_directly
 from delft.utilities import devices
 from delft.utilities.verbosity import showing_progress
@@ -127,10 +128,8 @@ class EpochTrainer:
         self.optimizer = None
         self.history = []
         self.feeder = ReplicaFeeder(strategy, preprocessor, length_groups)
-        # no autograph: the steps have no Python control flow on tensors, and converting every
-        # function they call made tracing far slower
-        self._train_step = tf.function(self._distributed_train_step, autograph=False,
-                                       input_signature=self.feeder.step_signature(True))
+        self._train_step = CompiledStep(self._distributed_train_step,
+                                        self.feeder.step_signature(True))
         # a function of its own, so that every length group of a step calls one trace of the
         # model's forward and backward pass instead of tracing them again
         self._group_gradients = tf.function(self._group_loss_and_gradients, autograph=False)

@@ -2,9 +2,10 @@
 replicas: each global batch is split across them, and what they return is gathered back with the
 index every slice carries, so the caller puts the rows in input order (the same on 1 or N
 devices)."""
-import tensorflow as tf
-
 from delft.training.batching import ReplicaFeeder
+from delft.training.compiled import CompiledStep
+
+
 class ShardedStep:
     """A compiled inference step over the strategy's replicas: each replica's
     :meth:`replica_outputs` of its slice of a global batch, gathered back with the rows' index.
@@ -17,10 +18,7 @@ class ShardedStep:
         self.model = model
         self.strategy = strategy
         self.feeder = ReplicaFeeder(strategy, preprocessor)
-        # no autograph: the step has no Python control flow on tensors, and converting every
-        # function it calls made tracing far slower
-        self._step = tf.function(self._predict_step, autograph=False,
-                                 input_signature=self.feeder.step_signature(False))
+        self._step = CompiledStep(self._predict_step, self.feeder.step_signature(False))
 
     def replica_outputs(self, batch):
         """The tensors of one replica's batch, its ``batch["index"]`` last."""
