@@ -40,7 +40,8 @@ from delft.textClassification import Classifier
 from delft.textClassification.evaluation import class_scores
 classes = split["classes"]
 weights = settings.pop("class_weights")
-model = Classifier(split["task"] + "_" + settings.pop("architecture"), list_classes=classes,
+architecture = settings.pop("architecture")
+model = Classifier(split["task"] + "_" + architecture, architecture=architecture, list_classes=classes,
                    transformer_name=settings.pop("transformer"),
                    class_weights={int(k): v for k, v in weights.items()} if weights else None,
                    **settings)
@@ -60,6 +61,7 @@ json.dump({"f1_macro": scores["macro"]["f1"],
            "per_class": {c: {k: scores["labels"][c][k] for k in ("precision", "recall", "f1",
                                                                  "support")} for c in classes},
            "epochs": len(model.history), "train_s": train_s, "predict_s": predict_s,
+           "architecture_run": model.model_config.architecture,
            "vocab_size": model.model_config.vocab_size,
            "parameters": int(sum(np.prod(w.shape) for w in model.model.get_weights()))},
           open(sys.argv[3], "w"))
@@ -138,6 +140,9 @@ def main():
                             transformer=args.transformer)
             load_before = os.getloadavg()[0]
             result, wall, rss, cpu = run_ours(split_path, settings)
+            if result["architecture_run"] != args.architecture:
+                raise SystemExit(f"asked for {args.architecture}, "
+                                 f"{result['architecture_run']} ran")
             record = dict(
                 system="delft", task=task, architecture=args.architecture, seed=seed,
                 embeddings=args.transformer or "learned (none pre-trained)",
