@@ -41,8 +41,8 @@ from delft.textClassification.evaluation import class_scores
 classes = split["classes"]
 weights = settings.pop("class_weights")
 architecture = settings.pop("architecture")
-model = Classifier(split["task"] + "_" + architecture, architecture=architecture, list_classes=classes,
-                   transformer_name=settings.pop("transformer"),
+model = Classifier(split["task"] + "_" + architecture, architecture=architecture,
+                   list_classes=classes, transformer_name=settings.pop("transformer"),
                    class_weights={int(k): v for k, v in weights.items()} if weights else None,
                    **settings)
 start = time.perf_counter()

@@ -42,7 +42,8 @@ def token_label_pairs(texts_tokens, texts_labels):
     >>> token_label_pairs([["June", "2005"]], [["B-<month>", "B-<year>"]])
     [[['June', 'B-<month>'], ['2005', 'B-<year>']]]
     """
-    return [list(map(list, zip(tokens, labels))) for tokens, labels in zip(texts_tokens, texts_labels)]
+    return [list(map(list, zip(tokens, labels)))
+            for tokens, labels in zip(texts_tokens, texts_labels)]
 
 
 def token_offsets(tokens):

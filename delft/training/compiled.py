@@ -4,7 +4,7 @@ called with their numpy arrays.
 A ``tf.function`` called with nested arguments matches them against its traces on every call
 (binding, trace types, the conversion of each array); a tagging call of 20,000 date sequences
 makes ~80 steps, and that matching was about a tenth of its time
-(``benchmarks/tagging_stages.py``, doc/benchmarks.md). With an ``input_signature`` there is only
+(``benchmarks/results/history.md``, "the step's call"). With an ``input_signature`` there is only
 one trace: :class:`CompiledStep` converts the arrays to tensors of the signature's dtypes itself
 and calls that trace's concrete function directly.
 """
