@@ -12,8 +12,7 @@ from typing import List
 import numpy as np
 
 from delft.sequenceLabelling.batching import cell_budget_batches
-from delft.training.batching import (global_batch_size, length_bucketed_batches,
-                                     prefetched)
+from delft.training.batching import global_batch_size, length_bucketed_batches
 from delft.sequenceLabelling.windows import Stitcher
 from delft.training.prediction import ShardedStep
 # DeLFT's import path of the entity chunker (GROBID-side code reads it from here)
@@ -96,7 +95,6 @@ class Predictor(ShardedStep):
         """Label ids (int32) and confidences (float32) of every word of ``corpus``."""
         batches = self.batches(corpus, batch_size)
         predictions = Predictions(corpus)
-        slices = (self.feeder.slices(corpus, rows) for rows in batches)
-        for parts in (prefetched(slices) if len(batches) > 1 else slices):
-            predictions.put(*(value.numpy() for value in self._step(parts)))
+        for outputs in self.batch_outputs(corpus, batches):
+            predictions.put(*outputs)
         return predictions

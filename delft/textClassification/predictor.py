@@ -6,7 +6,7 @@ or N devices. The compiled step is traced once and kept for the life of the pred
 """
 import numpy as np
 
-from delft.training.batching import global_batch_size, prefetched
+from delft.training.batching import global_batch_size
 from delft.training.prediction import ShardedStep
 
 
@@ -27,9 +27,7 @@ class ClassPredictor(ShardedStep):
         order = np.arange(corpus.num_rows)
         batches = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
         probabilities = np.zeros((corpus.num_rows, self.classes), dtype=np.float32)
-        slices = (self.feeder.slices(corpus, rows) for rows in batches)
-        for parts in (prefetched(slices) if len(batches) > 1 else slices):
-            values, index = (value.numpy() for value in self._step(parts))
+        for values, index in self.batch_outputs(corpus, batches):
             kept = index >= 0  # a replica without a row of its own had a copy weighing 0
             probabilities[index[kept]] = values[kept]
         return probabilities

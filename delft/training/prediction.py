@@ -2,7 +2,7 @@
 replicas: each global batch is split across them, and what they return is gathered back with the
 index every slice carries, so the caller puts the rows in input order (the same on 1 or N
 devices)."""
-from delft.training.batching import ReplicaFeeder
+from delft.training.batching import ReplicaFeeder, prefetched
 from delft.training.compiled import CompiledStep
 
 
@@ -23,6 +23,13 @@ class ShardedStep:
     def replica_outputs(self, batch):
         """The tensors of one replica's batch, its ``batch["index"]`` last."""
         raise NotImplementedError
+
+    def batch_outputs(self, corpus, batches):
+        """The step's outputs (numpy) for each batch of rows of ``corpus``, in turn; the next
+        batch's slices are made while the step runs when there is more than one."""
+        slices = (self.feeder.slices(corpus, rows) for rows in batches)
+        for parts in (prefetched(slices) if len(batches) > 1 else slices):
+            yield tuple(value.numpy() for value in self._step(parts))
 
     def _predict_step(self, slices):
         outputs = self.strategy.run(lambda groups: self.replica_outputs(*groups),
