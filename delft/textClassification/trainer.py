@@ -13,7 +13,7 @@ import keras
 from delft.textClassification.evaluation import class_scores, mean_cross_entropy, mean_roc_auc
 from delft.textClassification.predictor import ClassPredictor
 from delft.training.batching import batches_per_epoch, length_bucketed_batches
-from delft.training.loop import EpochTrainer, warmup_then_decay, with_loss_scaling
+from delft.training.loop import EpochTrainer, with_loss_scaling
 
 RMSPROP_ARCHITECTURES = ("gru", "gru_simple", "gru_lstm")
 # DeLFT 1.2.0 (PyTorch) divides by sqrt(v) + 1e-7; Keras by sqrt(v + epsilon). With Keras' own
@@ -88,14 +88,9 @@ class ClassifierTrainer(EpochTrainer):
                             self.preprocessor.list_classes)
 
     def make_optimizer(self, total_steps):
-        rate = self.config.resolved_learning_rate(self.uses_transformer)
-        if self.uses_transformer:
-            optimizer = keras.optimizers.AdamW(
-                learning_rate=warmup_then_decay(rate, total_steps, self.config),
-                weight_decay=self.config.weight_decay)
-        elif self.architecture_name in RMSPROP_ARCHITECTURES:
-            optimizer = keras.optimizers.RMSprop(learning_rate=rate, rho=0.9,
-                                                 epsilon=RMSPROP_EPSILON_UNDER_ROOT)
-        else:
-            optimizer = keras.optimizers.Adam(learning_rate=rate)
+        if self.architecture_name not in RMSPROP_ARCHITECTURES:
+            return super().make_optimizer(total_steps)  # Adam, or AdamW for bert
+        optimizer = keras.optimizers.RMSprop(
+            learning_rate=self.config.resolved_learning_rate(False), rho=0.9,
+            epsilon=RMSPROP_EPSILON_UNDER_ROOT)
         return with_loss_scaling(optimizer, self.loss_scaling)
