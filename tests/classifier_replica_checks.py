@@ -10,6 +10,7 @@ import sys
 
 assert os.environ.get("DELFT_CPU_REPLICAS") == "2", "run with DELFT_CPU_REPLICAS=2"
 
+import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 import delft  # noqa: E402,F401  (configures the logical devices before TF starts)
@@ -20,9 +21,12 @@ from classifier_data import CLASSES, data  # noqa: E402
 from multi_replica_checks import relative_difference, variable_type  # noqa: E402
 
 def classifier(texts, strategy, architecture):
+    """An untrained model, its initial weights seeded as ``Classifier.train`` seeds them (the
+    check builds outside ``train``: unseeded, each run drew other weights)."""
     model = Classifier("copyright_" + architecture, architecture=architecture,
                        list_classes=CLASSES, dropout=0.0, maxlen=24, batch_size=64, max_epoch=1,
                        early_stop=False, seed=3)
+    keras.utils.set_random_seed(model.training_config.seed)
     model._new_preprocessor(texts)
     model.model = model._build(strategy, model.p)
     model.models = [model.model]
@@ -31,27 +35,33 @@ def classifier(texts, strategy, architecture):
 
 
 def one_step(architecture):
-    """The same first step (64 texts, one global batch) on 1 device and on 2 replicas."""
+    """The same first step (64 texts, one global batch) on 1 device and on 2 replicas, and on 1
+    device with the batch's rows in reverse order: the same step in another float32 summation
+    order, the floor any 1-vs-2 difference is measured against."""
     texts, labels = data()
     texts, labels = texts[:64], labels[:64]
+    one_hot = np.eye(3, dtype=np.float32)[[CLASSES.index(label) for label in labels]]
     weights = {}
-    for replicas, multi_gpu in ((1, False), (2, True)):
+    for run, multi_gpu, order in (("one", False, slice(None)), ("two", True, slice(None)),
+                                  ("one_reversed", False, slice(None, None, -1))):
         strategy = devices.get_strategy(multi_gpu)
-        assert strategy.num_replicas_in_sync == replicas
         model = classifier(texts, strategy, architecture)
-        if replicas == 1:
+        if run == "one":
             start = model.model.get_weights()
         else:
             model.model.set_weights(start)
+        if run == "two":
+            assert strategy.num_replicas_in_sync == 2
             mirrored = variable_type(model.model)
         trainer = ClassifierTrainer(model.model, model.p, model.training_config, strategy, 64,
                                     architecture)
-        one_hot = np.eye(3, dtype=np.float32)[[CLASSES.index(label) for label in labels]]
-        history = trainer.train(model.p.encode(texts), model.p.label_rows(one_hot))
-        weights[replicas] = (model.model.get_weights(), history[0]["loss"])
-    moved = relative_difference(weights[1][0], start)
-    return dict(difference=relative_difference(weights[2][0], weights[1][0]), moved=moved,
-                loss_1=weights[1][1], loss_2=weights[2][1], variable=mirrored)
+        history = trainer.train(model.p.encode(texts[order]), model.p.label_rows(one_hot[order]))
+        weights[run] = (model.model.get_weights(), history[0]["loss"])
+    return dict(difference=relative_difference(weights["two"][0], weights["one"][0]),
+                reordering_floor=relative_difference(weights["one_reversed"][0],
+                                                     weights["one"][0]),
+                moved=relative_difference(weights["one"][0], start),
+                loss_1=weights["one"][1], loss_2=weights["two"][1], variable=mirrored)
 
 
 def sharded_prediction():

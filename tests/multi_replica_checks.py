@@ -9,6 +9,7 @@ import sys
 
 assert os.environ.get("DELFT_CPU_REPLICAS") == "2", "run with DELFT_CPU_REPLICAS=2"
 
+import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 import delft  # noqa: E402,F401  (configures the logical devices before TF starts)
@@ -51,6 +52,9 @@ def date_data():
 
 
 def untrained_sequence(x, y, strategy, **kwargs):
+    """An untrained date-BidLSTM_CRF, its initial weights seeded (built outside ``train``, which
+    seeds them: unseeded, each run drew other weights and another 1-vs-2 difference)."""
+    keras.utils.set_random_seed(7)
     sequence = Sequence("date-BidLSTM_CRF", dropout=0.0, recurrent_dropout=0.0, **kwargs)
     sequence.p = new_preprocessor(sequence.model_config)
     sequence.p.fit(x, y)
@@ -60,7 +64,9 @@ def untrained_sequence(x, y, strategy, **kwargs):
 
 
 def check_training_steps(x, y):
-    """Same initial weights, same global batches: 1 and 10 steps on 1 device vs 2 replicas."""
+    """Same initial weights, same global batches: 1 and 10 steps on 1 device vs 2 replicas, and
+    on 1 device with the rows reversed (the same steps in another float32 summation order: the
+    floor a 1-vs-2 difference is measured against)."""
     single, mirrored = devices.get_strategy(False), devices.get_strategy(True)
     assert mirrored.num_replicas_in_sync == 2
     rows = 61  # odd: replicas get 31 and 30 rows of the last batch
@@ -69,18 +75,20 @@ def check_training_steps(x, y):
         reference = untrained_sequence(x, y, single)
         initial = reference.model.get_weights()
         runs = {}
-        for name, strategy in (("one", single), ("two", mirrored)):
+        for name, strategy, order in (("one", single, slice(None)), ("two", mirrored, slice(None)),
+                                      ("one_reversed", single, slice(None, None, -1))):
             sequence = untrained_sequence(x, y, strategy)
             sequence.model.set_weights(initial)
             config = TrainingConfig(max_epoch=steps, seed=7, early_stop=False,
                                     clip_gradients=5.0)
             trainer = Trainer(sequence.model, sequence.p, config, strategy, rows)
-            corpus = sequence.p.encode(x)
-            history = trainer.train(corpus, sequence.p.encode_labels(y))
+            corpus = sequence.p.encode(x[order])
+            history = trainer.train(corpus, sequence.p.encode_labels(y[order]))
             runs[name] = (sequence.model.get_weights(), [h["loss"] for h in history],
                           variable_type(sequence.model))
         emit("training_steps", steps=steps,
              weights_relative_difference=relative_difference(runs["two"][0], runs["one"][0]),
+             reordering_floor=relative_difference(runs["one_reversed"][0], runs["one"][0]),
              loss_one=runs["one"][1], loss_two=runs["two"][1],
              moved=global_relative_change(runs["one"][0], initial),
              variable_type_two=runs["two"][2])

@@ -180,7 +180,13 @@ def test_one_step_on_two_replicas_equals_one_device(architecture):
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["variable"] == "MirroredVariable"
     assert result["moved"] > 1e-3  # the step did something
-    assert result["difference"] <= 1e-5, result
+    # One device is not within 1e-5 of itself either: the first RMSprop/Adam step divides each
+    # gradient by its own size, and a zero-initialised GRU bias component whose gradient is a
+    # cancelling sum near epsilon magnifies float32 summation order (initial seeds 1-12, gru:
+    # 1 vs 2 replicas 3.9e-7..1.05e-5, the same batch reversed on one device 1.9e-7..1.0e-5).
+    # So 2 replicas must be within 1e-5 or within twice that floor, and the floor itself small.
+    assert result["reordering_floor"] < 1e-4, result
+    assert result["difference"] <= max(1e-5, 2 * result["reordering_floor"]), result
     assert result["loss_1"] == pytest.approx(result["loss_2"], rel=1e-5)
 
 
