@@ -1,5 +1,7 @@
 """DeLFT's ``Classifier``: train, eval, predict, save, load, n-fold, 1 vs 2 replicas, GROBID's
 shipped classifier, and what is refused in one line."""
+import gzip
+import importlib.util
 import json
 import os
 
@@ -12,6 +14,16 @@ from classifier_data import CLASSES, data
 from delft.utilities.errors import ModelLoadError
 
 CHECKS = REPO_ROOT / "tests" / "classifier_replica_checks.py"
+LICENSE_GRU_RECORD = REPO_ROOT / "tests" / "data" / "classification" / "delft046_license_gru.json.gz"
+LICENSE_GRU_RECORDER = REPO_ROOT / "tests" / "data" / "classification" / \
+    "record_delft046_license_gru.py"
+
+
+def load_module(path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def trained(**settings):
@@ -200,6 +212,17 @@ def test_sharded_prediction_keeps_the_order_and_the_values():
 
 # -- GROBID's shipped classifier ---------------------------------------------------------------
 
+def assert_delft046_probabilities(result, expected, classes):
+    """``result`` (our ``predict(texts, "json")``) has DeLFT 0.4.6's classifications
+    ``expected``: the same texts, keys in the same order, probabilities within 1e-4."""
+    assert len(result["classifications"]) == len(expected) == 120
+    worst = 0.0
+    for got, want in zip(result["classifications"], expected):
+        assert list(got) == list(want) and got["text"] == want["text"]
+        worst = max(worst, max(abs(got[c] - want[c]) for c in classes))
+    assert worst <= 1e-4, worst
+
+
 @pytest.mark.skipif(not (GROBID_MODELS_REFERENCE / "delft-0.4.6" / "copyright_gru.json").is_file(),
                     reason="the shared sample of GROBID's models is absent")
 def test_shipped_copyright_gru_gives_delft_046s_probabilities(standin_registry):
@@ -210,16 +233,47 @@ def test_shipped_copyright_gru_gives_delft_046s_probabilities(standin_registry):
     model = Classifier("copyright_gru")
     model.load(dir_path=str(GROBID_MODELS))
     result = model.predict(reference["texts"], "json", use_main_thread_only=True)
-    expected = reference["result"]["classifications"]
-    assert len(result["classifications"]) == len(expected) == 120
-    worst = 0.0
-    for got, want in zip(result["classifications"], expected):
-        assert list(got) == list(want) and got["text"] == want["text"]
-        worst = max(worst, max(abs(got[c] - want[c]) for c in ("publisher", "authors",
-                                                                 "undecided")))
-    assert worst <= 1e-4, worst
+    assert_delft046_probabilities(result, reference["result"]["classifications"],
+                                  ("publisher", "authors", "undecided"))
     with pytest.raises(Exception, match="read as it is, not saved again"):
         model.save("/nonexistent")
+
+
+def write_license_gru_standin(record, models):
+    """GROBID's ``license_gru`` folder as the recording made it: GROBID's ``config.json`` and the
+    Keras 2 HDF5 DeLFT 0.4.6 wrote (its groups and attributes, each weight's values drawn again
+    by the recording script's ``weight_values``)."""
+    import h5py
+
+    recorder = load_module(LICENSE_GRU_RECORDER)
+    folder = models / "license_gru"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(record["config"]))
+    with h5py.File(folder / "model_weights.hdf5", "w") as file:
+        for group in record["groups"]:
+            target = file if group["name"] == "/" else file.require_group(group["name"])
+            for key, attribute in group["attrs"].items():
+                target.attrs[key] = (attribute["value"] if attribute["kind"] == "string" else
+                                     np.array(attribute["value"], dtype=h5py.string_dtype()))
+        for dataset in record["datasets"]:
+            file.create_dataset(dataset["name"],
+                                data=recorder.weight_values(dataset["k"], dataset["shape"]))
+
+
+def test_grobids_license_gru_gives_delft_046s_probabilities(standin_registry, tmp_path):
+    """GROBID's other shipped classifier: 10 classes, its weights not held here, so a stand-in
+    with its config.json and seeded weights, saved and run by DeLFT 0.4.6
+    (data/classification/record_delft046_license_gru.py)."""
+    from delft.textClassification import Classifier
+
+    record = json.loads(gzip.decompress(LICENSE_GRU_RECORD.read_bytes()))
+    write_license_gru_standin(record, tmp_path)
+    model = Classifier("license_gru")
+    model.load(dir_path=str(tmp_path))
+    assert model.config.list_classes == record["config"]["list_classes"]
+    result = model.predict(record["texts"], "json", use_main_thread_only=True)
+    assert_delft046_probabilities(result, record["result"]["classifications"],
+                                  record["config"]["list_classes"])
 
 
 def test_delft1_classifier_folders_are_refused_in_one_line(tmp_path):
