@@ -4,9 +4,11 @@ by test_classifier.py.
 Each check prints one JSON line ``{"check": name, ...numbers...}``; the test asserts on them, so the
 2 logical CPU devices never leak into the rest of the test session.
 """
+import functools
 import json
 import os
 import sys
+import tempfile
 
 assert os.environ.get("DELFT_CPU_REPLICAS") == "2", "run with DELFT_CPU_REPLICAS=2"
 
@@ -19,25 +21,47 @@ from delft.textClassification.trainer import ClassifierTrainer  # noqa: E402
 from delft.utilities import devices  # noqa: E402
 from classifier_data import CLASSES, data  # noqa: E402
 from multi_replica_checks import relative_difference, variable_type  # noqa: E402
+from tiny_transformers import write_tiny_checkpoint  # noqa: E402
+
+MAXLEN = {"dpcnn": 95}  # its poolings and convolutions need 95 positions
+
+
+@functools.lru_cache(maxsize=None)
+def tiny_bert():
+    """A 2-layer random BERT checkpoint (tiny_transformers), written once per process."""
+    return write_tiny_checkpoint("bert", os.path.join(tempfile.mkdtemp(), "tiny-bert"))
+
+
+def step_settings(architecture):
+    """One epoch of the one batch; bert's learning rate warms up from 0, so its first step moves
+    nothing: two epochs, the second step compared, at a rate that shows in one step."""
+    if architecture == "bert":
+        return dict(max_epoch=2, learning_rate=1e-3, transformer_name=tiny_bert())
+    return dict(max_epoch=1)
+
 
 def classifier(texts, strategy, architecture):
     """An untrained model, its initial weights seeded as ``Classifier.train`` seeds them (the
     check builds outside ``train``: unseeded, each run drew other weights)."""
     model = Classifier("copyright_" + architecture, architecture=architecture,
-                       list_classes=CLASSES, dropout=0.0, maxlen=24, batch_size=64, max_epoch=1,
-                       early_stop=False, seed=3)
+                       list_classes=CLASSES, dropout=0.0, maxlen=MAXLEN.get(architecture, 24),
+                       batch_size=64, early_stop=False, seed=3, **step_settings(architecture))
     keras.utils.set_random_seed(model.training_config.seed)
     model._new_preprocessor(texts)
-    model.model = model._build(strategy, model.p)
+    model.model = model._build(strategy, model.p, model._transformer_dir)
+    for layer in model.model._flatten_layers(include_self=False, recursive=True):
+        if isinstance(layer, keras.layers.Dropout):
+            layer.rate = 0.0  # bert's head and encoder: their rates are the checkpoint's
     model.models = [model.model]
     model._strategy = strategy
     return model
 
 
 def one_step(architecture):
-    """The same first step (64 texts, one global batch) on 1 device and on 2 replicas, and on 1
-    device with the batch's rows in reverse order: the same step in another float32 summation
-    order, the floor any 1-vs-2 difference is measured against."""
+    """The same first step (64 texts, one global batch; bert: its second, on the same batch) on
+    1 device and on 2 replicas, and on 1 device with the batch's rows in reverse order: the same
+    step in another float32 summation order, the floor any 1-vs-2 difference is measured
+    against."""
     texts, labels = data()
     texts, labels = texts[:64], labels[:64]
     one_hot = np.eye(3, dtype=np.float32)[[CLASSES.index(label) for label in labels]]
@@ -54,9 +78,9 @@ def one_step(architecture):
             assert strategy.num_replicas_in_sync == 2
             mirrored = variable_type(model.model)
         trainer = ClassifierTrainer(model.model, model.p, model.training_config, strategy, 64,
-                                    architecture)
+                                    architecture, model.architecture.uses_transformer)
         history = trainer.train(model.p.encode(texts[order]), model.p.label_rows(one_hot[order]))
-        weights[run] = (model.model.get_weights(), history[0]["loss"])
+        weights[run] = (model.model.get_weights(), history[-1]["loss"])
     return dict(difference=relative_difference(weights["two"][0], weights["one"][0]),
                 reordering_floor=relative_difference(weights["one_reversed"][0],
                                                      weights["one"][0]),

@@ -14,9 +14,9 @@ from classifier_data import CLASSES, data
 from delft.utilities.errors import ModelLoadError
 
 CHECKS = REPO_ROOT / "tests" / "classifier_replica_checks.py"
-LICENSE_GRU_RECORD = REPO_ROOT / "tests" / "data" / "classification" / "delft046_license_gru.json.gz"
-LICENSE_GRU_RECORDER = REPO_ROOT / "tests" / "data" / "classification" / \
-    "record_delft046_license_gru.py"
+RECORDED = REPO_ROOT / "tests" / "data" / "classification"
+LICENSE_GRU_RECORD = RECORDED / "delft046_license_gru.json.gz"
+LICENSE_GRU_RECORDER = RECORDED / "record_delft046_license_gru.py"
 
 
 def load_module(path):
@@ -185,11 +185,23 @@ def test_a_damaged_folder_is_one_line(model, tmp_path):
         Classifier("copyright_gru").load(str(tmp_path))
 
 
-@pytest.mark.parametrize("architecture", ["gru", "cnn"])
+OTHER_ARCHITECTURES = ["gru_simple", "gru_lstm", "lstm", "bidLstm_simple", "cnn2", "cnn3",
+                       "lstm_cnn", "dpcnn"]
+
+
+@pytest.mark.parametrize("architecture", ["gru", "cnn", "bert", "others"])
 def test_one_step_on_two_replicas_equals_one_device(architecture):
-    done = run_python([CHECKS, f"one_step:{architecture}"], timeout=300, DELFT_CPU_REPLICAS=2)
+    names = OTHER_ARCHITECTURES if architecture == "others" else [architecture]
+    done = run_python([CHECKS, *(f"one_step:{name}" for name in names)], timeout=600,
+                      DELFT_CPU_REPLICAS=2)
     assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    results = [json.loads(line) for line in done.stdout.strip().splitlines()]
+    assert [result["check"] for result in results] == [f"one_step:{name}" for name in names]
+    for result in results:
+        assert_one_step_equal(result)
+
+
+def assert_one_step_equal(result):
     assert result["variable"] == "MirroredVariable"
     assert result["moved"] > 1e-3  # the step did something
     # One device is not within 1e-5 of itself either: the first RMSprop/Adam step divides each
