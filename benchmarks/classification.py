@@ -89,27 +89,29 @@ def run_ours(split_path, settings):
 
 
 def table(results, reference):
-    """Mean macro F1 and wall time per task: ours against DeLFT 1.2.0's, on the same seeds."""
+    """Mean macro F1 and wall time per task: ours against DeLFT 1.2.0's, on the same seeds; a row
+    per learning rate DeLFT 1.2.0 ran with (its app's, or another given by ``--learning-rate``)."""
     def load(path, system):
         rows = [json.loads(line) for line in open(path)] if os.path.isfile(path) else []
-        return {(r["task"], r["architecture"], r["seed"]): r for r in rows
-                if r["system"] == system}
+        return [r for r in rows if r["system"] == system]
 
-    ours, theirs = load(results, "delft"), load(reference, "delft-1.2.0")
-    print("| task | architecture | seeds | macro F1 delft | macro F1 DeLFT 1.2.0 | wall s delft "
-          "| wall s DeLFT 1.2.0 | wall ratio | peak RSS GB delft / DeLFT 1.2.0 |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for task, architecture in sorted({key[:2] for key in ours}):
-        seeds = sorted(key[2] for key in ours if key[:2] == (task, architecture)
-                       and key in theirs)
+    ours = {(r["task"], r["architecture"], r["seed"]): r for r in load(results, "delft")}
+    theirs = {(r["task"], r["architecture"], r["settings"]["learning_rate"], r["seed"]): r
+              for r in load(reference, "delft-1.2.0")}
+    print("| task | architecture | DeLFT 1.2.0 lr | seeds | macro F1 delft | macro F1 DeLFT 1.2.0 "
+          "| wall s delft | wall s DeLFT 1.2.0 | wall ratio | peak RSS GB delft / DeLFT 1.2.0 |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for task, architecture, rate in sorted({key[:3] for key in theirs}):
+        seeds = sorted(key[3] for key in theirs if key[:3] == (task, architecture, rate)
+                       and (task, architecture, key[3]) in ours)
         if not seeds:
             continue
 
         def mean(rows, field):
             return sum(r[field] for r in rows) / len(rows)
         a = [ours[(task, architecture, s)] for s in seeds]
-        b = [theirs[(task, architecture, s)] for s in seeds]
-        print(f"| {task} | {architecture} | {','.join(map(str, seeds))} | "
+        b = [theirs[(task, architecture, rate, s)] for s in seeds]
+        print(f"| {task} | {architecture} | {rate:g} | {','.join(map(str, seeds))} | "
               f"{mean(a, 'f1_macro'):.2f} | {mean(b, 'f1_macro'):.2f} | {mean(a, 'wall'):.0f} | "
               f"{mean(b, 'wall'):.0f} | {mean(a, 'wall') / mean(b, 'wall'):.2f} | "
               f"{mean(a, 'rss'):.2f} / {mean(b, 'rss'):.2f} |")
