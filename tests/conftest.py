@@ -6,6 +6,7 @@ itself skip with a reason), and saved under a temporary models dir as ``date-Bid
 layout GROBID loads. Tests that change a model load their own copy from that dir.
 """
 import contextlib
+import importlib.util
 import json
 import os
 import shutil
@@ -164,6 +165,28 @@ def trained_date(tmp_path_factory, date_corpus, date_corpus_path):
 def loaded_date(trained_date):
     """One loaded copy shared by read-only tagging tests (tests must not change it)."""
     return trained_date.load()
+
+
+def load_module(path):
+    """The Python file ``path`` (a recording or data script outside the package), imported."""
+    spec = importlib.util.spec_from_file_location(Path(path).stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def assert_within_reordering_floor(difference, floor):
+    """A 1-vs-2 replica difference after one step, against the floor: one device's difference
+    from itself with the batch's rows reversed.
+
+    An adaptive first step (Adam, RMSprop) divides each gradient by its own size, so a component
+    near epsilon that is a cancelling sum (a zero-initialised bias) magnifies float32 summation
+    order: one device is not within 1e-5 of itself either (classifier ``gru``, initial seeds
+    1-12: 1 vs 2 replicas 3.9e-7..1.05e-5, one device reversed 1.9e-7..1.0e-5). So 2 replicas
+    must be within 1e-5 or within twice that floor, and the floor itself small.
+    """
+    assert floor < 1e-4, (difference, floor)
+    assert difference <= max(1e-5, 2 * floor), (difference, floor)
 
 
 def loaded_sequence(name, dir_path, **kwargs):

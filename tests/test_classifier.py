@@ -1,15 +1,14 @@
 """DeLFT's ``Classifier``: train, eval, predict, save, load, n-fold, 1 vs 2 replicas, GROBID's
 shipped classifier, and what is refused in one line."""
 import gzip
-import importlib.util
 import json
 import os
 
 import numpy as np
 import pytest
 
-from conftest import (GROBID_MODELS, GROBID_MODELS_REFERENCE, REPO_ROOT, delft_stderr_lines,
-                      run_python)
+from conftest import (GROBID_MODELS, GROBID_MODELS_REFERENCE, REPO_ROOT,
+                      assert_within_reordering_floor, delft_stderr_lines, load_module, run_python)
 from classifier_data import CLASSES, data
 from delft.utilities.errors import ModelLoadError
 
@@ -17,13 +16,6 @@ CHECKS = REPO_ROOT / "tests" / "classifier_replica_checks.py"
 RECORDED = REPO_ROOT / "tests" / "data" / "classification"
 LICENSE_GRU_RECORD = RECORDED / "delft046_license_gru.json.gz"
 LICENSE_GRU_RECORDER = RECORDED / "record_delft046_license_gru.py"
-
-
-def load_module(path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def trained(**settings):
@@ -204,13 +196,7 @@ def test_one_step_on_two_replicas_equals_one_device(architecture):
 def assert_one_step_equal(result):
     assert result["variable"] == "MirroredVariable"
     assert result["moved"] > 1e-3  # the step did something
-    # One device is not within 1e-5 of itself either: the first RMSprop/Adam step divides each
-    # gradient by its own size, and a zero-initialised GRU bias component whose gradient is a
-    # cancelling sum near epsilon magnifies float32 summation order (initial seeds 1-12, gru:
-    # 1 vs 2 replicas 3.9e-7..1.05e-5, the same batch reversed on one device 1.9e-7..1.0e-5).
-    # So 2 replicas must be within 1e-5 or within twice that floor, and the floor itself small.
-    assert result["reordering_floor"] < 1e-4, result
-    assert result["difference"] <= max(1e-5, 2 * result["reordering_floor"]), result
+    assert_within_reordering_floor(result["difference"], result["reordering_floor"])
     assert result["loss_1"] == pytest.approx(result["loss_2"], rel=1e-5)
 
 

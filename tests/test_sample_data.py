@@ -1,5 +1,4 @@
 """Tests of the committed synthetic date sample and of the script that writes it."""
-import importlib.util
 import subprocess
 import sys
 from collections import Counter
@@ -8,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from delft.sequenceLabelling.reader import load_data_and_labels_crf_file
+from conftest import load_module
 from delft.utilities.data_path import shared_data_file
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -16,14 +16,7 @@ SAMPLE = REPO_ROOT / "data" / "sequenceLabelling" / "grobid" / "date" / "date-sa
 REAL = shared_data_file("sequenceLabelling", "grobid", "date", "date-220311.train")
 
 
-def load_script():
-    spec = importlib.util.spec_from_file_location("make_sample_date", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-make_sample_date = load_script()
+make_sample_date = load_module(SCRIPT)
 
 
 def columns(path):
