@@ -8,6 +8,7 @@ stderr; results (evaluation reports, tagged output) go to stdout, logs to stderr
 import argparse
 import contextlib
 import functools
+import importlib.abc
 import logging
 import math
 import os
@@ -131,16 +132,54 @@ def check_enough_sequences(action, sets, folds, train_with_validation_set, items
                              f"({', '.join(p for p in parts if p)})")
 
 
-def split(x, y, f, test_size, seed):
-    """A seeded split that keeps tokens, labels and features aligned (f may be None)."""
-    from sklearn.model_selection import train_test_split
+class _KerasExtrasHidden(importlib.abc.MetaPathFinder):
+    """Finds no module of ``KERAS_EXTRAS``: Keras imports them when installed, for its
+    scikit-learn wrappers, notebook display and image plots, none of which a command uses."""
 
-    arrays = [x, y] if f is None else [x, y, f]
-    parts = train_test_split(*arrays, test_size=test_size, random_state=seed)
-    first, second = parts[0::2], parts[1::2]
-    if f is None:
-        return (first[0], first[1], None), (second[0], second[1], None)
-    return tuple(first), tuple(second)
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in KERAS_EXTRAS:
+            raise ModuleNotFoundError(f"{name} is not loaded with TensorFlow by delft's commands",
+                                      name=name)
+        return None
+
+
+KERAS_EXTRAS = ("sklearn", "IPython", "matplotlib")
+
+
+@contextlib.contextmanager
+def keras_extras_hidden():
+    """Import TensorFlow (and Keras, which it loads) in this block without Keras' optional
+    extras: scikit-learn, IPython and matplotlib took ~1 s of the 12 s of a ``date train_eval``
+    process (doc/benchmarks.md). Keras guards each of those imports; a command imports what it
+    needs of them later (metrics, the training curve), as usual. Commands only: a library host
+    keeps Keras whole."""
+    finder = _KerasExtrasHidden()
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
+
+
+def split(x, y, f, test_size, seed):
+    """A seeded split that keeps tokens, labels and features aligned (f may be None):
+    ``((x, y, f) kept, (x, y, f) held out)``, the rows scikit-learn's
+    ``train_test_split(x, y, f, test_size=test_size, random_state=seed)`` gives (an int seed),
+    in its order, made here because importing scikit-learn is about a second of a short run."""
+    import math
+
+    import numpy as np
+
+    held_out = math.ceil(test_size * len(x))
+    order = np.random.RandomState(seed).permutation(len(x))
+
+    def rows(values, indices):
+        if values is None:
+            return None
+        return values[indices] if hasattr(values, "shape") else [values[i] for i in indices]
+
+    return tuple(tuple(rows(values, indices) for values in (x, y, f))
+                 for indices in (order[held_out:], order[:held_out]))
 
 
 def concatenate(*sets):

@@ -218,7 +218,8 @@ def _loaded(app, run, read_sets):
 def _strategy(app, run, architecture_name):
     from delft.utilities import devices
 
-    devices.configure_cpu_ops(app.toolkit.architecture(architecture_name).uses_transformer)
+    with common.keras_extras_hidden():  # TensorFlow starts here
+        devices.configure_cpu_ops(app.toolkit.architecture(architecture_name).uses_transformer)
     return devices.get_strategy(run.args.multi_gpu)
 
 
