@@ -127,6 +127,9 @@ def main():
     parser.add_argument("--data", default=DEFAULT_DATA)
     parser.add_argument("--cache", default=DEFAULT_CACHE)
     parser.add_argument("--results", default=RESULTS)
+    parser.add_argument("--class-weights", default=None, metavar="W0,W1,...|none",
+                        help="other class weights than the application's (recorded in the "
+                             "result): one per class, or none")
     parser.add_argument("--table", action="store_true", help="print the table and stop")
     args = parser.parse_args()
     if args.table:
@@ -140,6 +143,9 @@ def main():
                 settings["learning_rate"] = None  # ours: 2e-5 (DeLFT 1.2.0 passes its 1e-3)
             settings.update(seed=seed, architecture=args.architecture,
                             transformer=args.transformer)
+            if args.class_weights:
+                settings["class_weights"] = None if args.class_weights == "none" else dict(
+                    enumerate(map(float, args.class_weights.split(","))))
             load_before = os.getloadavg()[0]
             result, wall, rss, cpu = run_ours(split_path, settings)
             if result["architecture_run"] != args.architecture:
@@ -148,6 +154,7 @@ def main():
             record = dict(
                 system="delft", task=task, architecture=args.architecture, seed=seed,
                 embeddings=args.transformer or "learned (none pre-trained)",
+                class_weights=settings["class_weights"],
                 f1_macro=round(100 * result["f1_macro"], 2),
                 f1_macro_present=round(100 * result["f1_macro_present"], 2),
                 accuracy=round(100 * result["accuracy"], 2), roc_auc=round(result["roc_auc"], 4),
