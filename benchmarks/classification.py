@@ -141,6 +141,12 @@ def main():
             settings = defaults(task, args.architecture)
             if args.architecture == "bert" and task == "citations":
                 settings["learning_rate"] = None  # ours: 2e-5 (DeLFT 1.2.0 passes its 1e-3)
+                from delft.textClassification.presets import preset
+
+                # ours: citationClassifier's bert preset (the RNNs' weights weigh DeLFT 1.2.0's
+                # per-class sigmoid terms there, each example's softmax loss here)
+                settings["class_weights"] = preset("citation", "citations",
+                                                   "transformer")["class_weights"]
             settings.update(seed=seed, architecture=args.architecture,
                             transformer=args.transformer)
             if args.class_weights:
