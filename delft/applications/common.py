@@ -132,6 +132,9 @@ def check_enough_sequences(action, sets, folds, train_with_validation_set, items
                              f"({', '.join(p for p in parts if p)})")
 
 
+KERAS_EXTRAS = ("sklearn", "IPython", "matplotlib")
+
+
 class _KerasExtrasHidden(importlib.abc.MetaPathFinder):
     """Finds no module of ``KERAS_EXTRAS``: Keras imports them when installed, for its
     scikit-learn wrappers, notebook display and image plots, none of which a command uses."""
@@ -141,9 +144,6 @@ class _KerasExtrasHidden(importlib.abc.MetaPathFinder):
             raise ModuleNotFoundError(f"{name} is not loaded with TensorFlow by delft's commands",
                                       name=name)
         return None
-
-
-KERAS_EXTRAS = ("sklearn", "IPython", "matplotlib")
 
 
 @contextlib.contextmanager
@@ -166,8 +166,6 @@ def split(x, y, f, test_size, seed):
     ``((x, y, f) kept, (x, y, f) held out)``, the rows scikit-learn's
     ``train_test_split(x, y, f, test_size=test_size, random_state=seed)`` gives (an int seed),
     in its order, made here because importing scikit-learn is about a second of a short run."""
-    import math
-
     import numpy as np
 
     held_out = math.ceil(test_size * len(x))
