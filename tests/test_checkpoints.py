@@ -31,7 +31,8 @@ def data(tmp_path_factory, date_corpus_path):
 def command(data, output, interrupt="none", *extra):
     return [sys.executable, str(DRIVER), interrupt, "-", "--", "date", "train", "--input",
             str(data), "--output", str(output), "--max-epoch", str(EPOCHS), "--seed", "1",
-            "--batch-size", "20", "--dropout", "0", "--recurrent-dropout", "0", *extra]
+            "--batch-size", "20", "--dropout", "0", "--recurrent-dropout", "0",
+            "--checkpoint-interval", "0", *extra]
 
 
 def run_all(commands, cwd, replicas=1):
@@ -128,7 +129,7 @@ def test_a_second_training_into_a_claimed_folder_keeps_no_checkpoints(tmp_path, 
     (folder / "checkpoint").write_text("the first training's\n")
     x, y, _ = date_corpus
     model = Sequence(MODEL_NAME, max_epoch=2, batch_size=20, seed=1, word_lstm_units=8,
-                     char_lstm_units=8, char_emb_size=8)
+                     char_lstm_units=8, char_emb_size=8, checkpoint_interval=0)
 
     def train():
         model.train(x[:40], y[:40], x_valid=x[40:50], y_valid=y[40:50], checkpoint_dir=str(folder))
@@ -223,3 +224,57 @@ def test_best_weights_are_written_apart_only_once_they_are_not_the_models(tmp_pa
     checkpoints.save()
     assert files() == ["best-4", "ckpt-5"]
     claim.release()
+
+
+@pytest.mark.parametrize("interval, saved_after", [(0, [1, 2, 3, 4]), (15, [2, 4]),
+                                                   (60, [])])
+def test_an_epoch_ends_with_a_checkpoint_once_the_interval_has_passed(tmp_path, date_corpus,
+                                                                      monkeypatch, interval,
+                                                                      saved_after):
+    """``checkpoint_interval`` seconds of training between two saves, counted from the start (a
+    clock that says 10 s per epoch here): 0 saves at every epoch end; a training shorter than
+    the interval writes none; saving or not, training ends with the weights of a training
+    without checkpoints."""
+    from delft.sequenceLabelling import Sequence
+    from delft.training import checkpoints, loop
+
+    ended, saved = [], []
+    end_epoch, save = checkpoints.TrainingProgress.end_epoch, checkpoints.EpochCheckpoints.save
+
+    def counting_end_epoch(self, epoch, stopped_early):
+        ended.append(epoch)
+        return end_epoch(self, epoch, stopped_early)
+
+    def recording_save(self):
+        saved.append(ended[-1])
+        return save(self)
+
+    class EpochClock:
+        perf_counter = staticmethod(loop.time.perf_counter)
+
+        @staticmethod
+        def monotonic():
+            return 10.0 * len(ended)
+
+    monkeypatch.setattr(checkpoints.TrainingProgress, "end_epoch", counting_end_epoch)
+    monkeypatch.setattr(checkpoints.EpochCheckpoints, "save", recording_save)
+    monkeypatch.setattr(loop, "time", EpochClock)
+    x, y, _ = date_corpus
+    model = Sequence(MODEL_NAME, max_epoch=4, early_stop=False, batch_size=20, seed=1,
+                     word_lstm_units=8, char_lstm_units=8, char_emb_size=8,
+                     checkpoint_interval=interval)
+    folder = tmp_path / CHECKPOINTS
+    model.train(x[:40], y[:40], x_valid=x[40:50], y_valid=y[40:50], checkpoint_dir=str(folder))
+    assert ended == [1, 2, 3, 4] and saved == saved_after
+    latest = (folder / "checkpoint").read_text() if saved_after else None
+    assert latest == (f'model_checkpoint_path: "ckpt-{len(saved_after)}"\n'
+                      f'all_model_checkpoint_paths: "ckpt-{len(saved_after)}"\n'
+                      if saved_after else None)
+    weights = model.model.get_weights()
+    model.save(str(tmp_path))
+    assert not folder.exists()
+    every_epoch = Sequence(MODEL_NAME, max_epoch=4, early_stop=False, batch_size=20, seed=1,
+                           word_lstm_units=8, char_lstm_units=8, char_emb_size=8)
+    every_epoch.train(x[:40], y[:40], x_valid=x[40:50], y_valid=y[40:50])
+    for ours, reference in zip(weights, every_epoch.model.get_weights()):
+        np.testing.assert_allclose(ours, reference, rtol=1e-5, atol=1e-6)

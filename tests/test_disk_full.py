@@ -52,7 +52,7 @@ def one_line_error(done):
 
 def train(output, *extra, driver=None):
     args = [GROBID, "date", "train", "--input", SAMPLE_DATE, "--output", output, "--seed", "3",
-            "--max-epoch", "2", "--early-stop", "false", *extra]
+            "--max-epoch", "2", "--early-stop", "false", "--checkpoint-interval", "0", *extra]
     return run_python([DRIVER, driver, "-", "--", *args[1:]] if driver else args, timeout=300)
 
 
@@ -134,7 +134,8 @@ def test_a_failed_checkpoint_write_removes_its_files(tmp_path, date_corpus, monk
 
     monkeypatch.setattr(atomic, "replaced_file", full_on_second_state_file)
     x, y, _ = date_corpus
-    model = Sequence("date", max_epoch=3, early_stop=False, batch_size=60, seed=1)
+    model = Sequence("date", max_epoch=3, early_stop=False, batch_size=60, seed=1,
+                     checkpoint_interval=0)
     checkpoints = tmp_path / "date.checkpoints"
     with pytest.raises(DiskFullError) as raised:
         model.train(x[:120], y[:120], checkpoint_dir=str(checkpoints))

@@ -28,7 +28,8 @@ def test_float16_model_trains_with_dynamic_loss_scaling_and_resumes(tmp_path, ca
         for epochs in (2, 3):  # the second run resumes after epoch 2
             model = Sequence("tiny", architecture="BERT_CRF", transformer_name=path,
                              compute_dtype="mixed_float16", max_epoch=epochs, batch_size=10,
-                             seed=1, learning_rate=1e-3, early_stop=False)
+                             seed=1, learning_rate=1e-3, early_stop=False,
+                             checkpoint_interval=0)
             with caplog.at_level(logging.INFO):
                 model.train(x, y, x_valid=x[:10], y_valid=y[:10], checkpoint_dir=checkpoints)
     finally:

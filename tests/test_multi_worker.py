@@ -152,7 +152,8 @@ def test_two_loopback_workers_train_as_one_process(tmp_path, date_corpus_path):
     data = tmp_path / "date-slice.train"
     data.write_text("\n\n".join("\n".join(s) for s in crf_sequences(date_corpus_path, 300)) + "\n")
     options = ["date", "train_eval", "--input", str(data), "--max-epoch", "2", "--seed", "3",
-               "--batch-size", "20", "--dropout", "0", "--recurrent-dropout", "0"]
+               "--batch-size", "20", "--dropout", "0", "--recurrent-dropout", "0",
+               "--checkpoint-interval", "0"]
     ports = free_ports(2)
     outputs = [tmp_path / "chief", tmp_path / "worker1", tmp_path / "single"]
     commands = [[sys.executable, str(GROBID_TAGGER), *options, "--output", str(out)]
@@ -199,7 +200,8 @@ def test_two_workers_resume_what_one_process_left(tmp_path, date_corpus_path):
     def command(output, interrupt="none", *extra):
         return [sys.executable, str(driver), interrupt, "-", "--", "date", "train", "--input",
                 str(data), "--output", str(output), "--max-epoch", "4", "--seed", "1",
-                "--batch-size", "20", "--dropout", "0", "--recurrent-dropout", "0", *extra]
+                "--batch-size", "20", "--dropout", "0", "--recurrent-dropout", "0",
+                "--checkpoint-interval", "0", *extra]
 
     shared, reference = tmp_path / "shared", tmp_path / "reference"
     killed, uninterrupted = run_workers([command(shared, "SIGKILL:3:4"), command(reference)],

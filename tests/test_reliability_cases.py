@@ -104,7 +104,7 @@ def test_a_resumed_train_eval_without_seed_keeps_its_splits(tmp_path):
     the seed of the checkpoint, so its 90/10 splits are the first run's (a new draw could train
     on what the first validated or evaluated on)."""
     args = ["date", "train_eval", "--input", SAMPLE_DATE, "--output", tmp_path / "models",
-            "--max-epoch", "3", "--early-stop", "false"]
+            "--max-epoch", "3", "--early-stop", "false", "--checkpoint-interval", "0"]
     killed = run_python([DRIVER, "SIGKILL:2:0", "-", "--", *args], cwd=tmp_path, timeout=300)
     assert killed.returncode == -9, killed.stderr[-2000:]
     drawn = re.search(r"no --seed given: seed (\d+)", killed.stderr)

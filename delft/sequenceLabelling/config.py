@@ -11,7 +11,7 @@ from typing import List, Optional
 
 from delft.training.batching import LENGTH_GROUPS, POOL_BATCHES
 # the settings machinery, shared with text classification (imported from here before)
-from delft.utilities.settings import (SEED_LIMIT, SavedConfig, TrackingSettings,  # noqa: F401
+from delft.utilities.settings import (SEED_LIMIT, SavedConfig, TrainingRunSettings,  # noqa: F401
                                       add_config_options, check_fields, check_name, check_values,
                                       checked_value, cli_fields, config_values, default_of,
                                       field_types, option, settings_of_each)
@@ -85,7 +85,7 @@ class ModelConfig(SavedConfig):
 
 
 @dataclass
-class TrainingConfig(TrackingSettings):
+class TrainingConfig(TrainingRunSettings):
     """How a model is trained; not needed to tag, so not saved with the model."""
 
     optimizer: str = option("adam", "accepted for DeLFT scripts: Adam (AdamW for transformers)",
@@ -114,9 +114,6 @@ class TrainingConfig(TrackingSettings):
                               minimum=1)
     seed: Optional[int] = option(None, "random seed (data order, splits, initial weights)",
                                  minimum=0, maximum=SEED_LIMIT)
-    resume: bool = option(
-        True, "resume an interrupted training from its last checkpoint (<output>/<model>"
-              ".checkpoints/); --no-resume starts afresh")
     weight_decay: float = option(0.01, "AdamW weight decay (transformers)", minimum=0.0)
     warmup_ratio: float = option(0.1, "share of the steps of linear warm-up (transformers)",
                                  minimum=0.0, maximum=1.0)

@@ -124,7 +124,8 @@ class Sequence:
         GROBID's in-process trainer calls ``train(x_train, y_train, x_valid, y_valid)``
         positionally: tokens passed where features are expected are taken as that call.
         Keras ``callbacks`` have no place in this training loop: passing any is an error.
-        ``checkpoint_dir``: a checkpoint there at each epoch end, resumed from when the same
+        ``checkpoint_dir``: a checkpoint there at an epoch end once ``checkpoint_interval``
+        seconds have passed since the last (0: every epoch), resumed from when the same
         training runs again (unless ``resume=False``), removed by :meth:`save` (the CLIs pass
         ``<output>/<model_name>.checkpoints``; see delft/training/checkpoints.py).
         """

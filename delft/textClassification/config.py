@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import List, Optional
 
 from delft.utilities.errors import ConfigurationError
-from delft.utilities.settings import (SEED_LIMIT, SavedConfig, TrackingSettings, check_fields, option,
-                                      settings_of_each)
+from delft.utilities.settings import (SEED_LIMIT, SavedConfig, TrainingRunSettings, check_fields,
+                                      option, settings_of_each)
 
 LR_SCHEDULES = ("none", "plateau", "exponential")
 # what DeLFT 1.2.0 learns for a word when no pre-trained vectors are given
@@ -59,7 +59,7 @@ class ModelConfig(SavedConfig):
 
 
 @dataclass
-class TrainingConfig(TrackingSettings):
+class TrainingConfig(TrainingRunSettings):
     """How a classifier is trained; not needed to classify, so not saved with the model."""
 
     learning_rate: Optional[float] = option(
@@ -87,9 +87,6 @@ class TrainingConfig(TrackingSettings):
         None, "class index -> weight of the examples of that class in the loss", cli=False)
     seed: Optional[int] = option(None, "random seed (data order, splits, initial weights)",
                                  minimum=0, maximum=SEED_LIMIT)
-    resume: bool = option(
-        True, "resume an interrupted training from its last checkpoint (<output>/<model>"
-              ".checkpoints/); --no-resume starts afresh")
     weight_decay: float = option(0.01, "AdamW weight decay (bert)", minimum=0.0)
     warmup_ratio: float = option(0.1, "share of the steps of linear warm-up (bert)",
                                  minimum=0.0, maximum=1.0)

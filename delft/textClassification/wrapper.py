@@ -168,7 +168,8 @@ class Classifier:
 
         ``vocab_init`` is accepted for DeLFT's scripts and has no effect; ``incremental`` goes on
         from the loaded model's weights (its vocabulary kept). ``checkpoint_dir``: a checkpoint
-        there at each epoch end, resumed from when the same training runs again.
+        there at an epoch end once ``checkpoint_interval`` seconds have passed since the last
+        (0: every epoch), resumed from when the same training runs again.
         """
         if callbacks:
             raise ConfigurationError("callbacks are not supported: the trainer logs each epoch "

@@ -1,4 +1,4 @@
-"""Preemption-safe training: a checkpoint at every epoch end, with TensorFlow's own machinery.
+"""Preemption-safe training: checkpoints at epoch ends, with TensorFlow's own machinery.
 
 A checkpoint is one ``tf.train.Checkpoint`` in ``<models_dir>/<model_name>.checkpoints/``
 (:func:`checkpoint_dir`), the latest one, named by TensorFlow's ``checkpoint`` state file. It holds:
@@ -23,14 +23,16 @@ variables (``benchmarks/checkpoint_overhead.py``).
 
 What covers which end of a process:
 
-- SIGKILL, a crash, a lost node: nothing can run at that moment; the last complete epoch-end
-  checkpoint is what is left, and at most one epoch is done again.
+- SIGKILL, a crash, a lost node: nothing can run then; the last epoch-end checkpoint is left.
+  An epoch ends with one once ``checkpoint_interval`` seconds (default 60; 0: every epoch) have
+  passed since the last: at most that and one epoch are done again (a save of BERT_CRF MiniLM
+  is a quarter of its epoch on date: a short training saves rarely or never).
 - SIGTERM (what a scheduler sends before it kills: SLURM at the time limit or with ``--signal``,
   preemptible VMs, ``docker stop``): ``tf.distribute.experimental.PreemptionCheckpointHandler``
   wraps every step; at the next step boundary (agreed between the workers through TF's
   coordination service) it saves a checkpoint that records the steps done in the epoch, and the
   process exits with code 143. Only a process's main thread can catch a signal: run from another
-  thread (GROBID's JEP interpreters) the handler is not installed, and per-epoch checkpoints remain.
+  thread (GROBID's JEP interpreters) the handler is not installed; epoch-end checkpoints remain.
 
 With several workers the chief alone writes: a mirrored variable is read from the worker's own copy,
 so writing needs no collective (the reason TF's recipe has every worker save, the others into a

@@ -106,8 +106,8 @@ class EpochTrainer:
     ``higher_is_better`` is False) under the name ``metric`` in the history.
     ``training_config`` has the fields of
     :class:`delft.sequenceLabelling.config.TrainingConfig` the loop reads: ``max_epoch``,
-    ``early_stop``, ``patience``, ``seed``, ``resume``, ``clip_gradients``, ``pool_batches``,
-    ``lr_schedule``, ``lr_decay`` and the learning rate.
+    ``early_stop``, ``patience``, ``seed``, ``resume``, ``checkpoint_interval``,
+    ``clip_gradients``, ``pool_batches``, ``lr_schedule``, ``lr_decay`` and the learning rate.
     """
 
     metric = "val_score"
@@ -205,8 +205,9 @@ class EpochTrainer:
         weights.
 
         With ``checkpoints_claim`` (a :class:`~delft.training.checkpoints.CheckpointsClaim`),
-        each epoch ends with a checkpoint in its folder, and a checkpoint left by an interrupted
-        run of the same training is resumed from unless ``config.resume`` is False
+        an epoch ends with a checkpoint in its folder once ``config.checkpoint_interval`` seconds
+        have passed since the last one (or the start; 0: every epoch), and a checkpoint left by
+        an interrupted run of the same training is resumed from unless ``config.resume`` is False
         (:mod:`delft.training.checkpoints`).
         """
         config = self.config
@@ -226,6 +227,7 @@ class EpochTrainer:
                                            self.optimizer, progress)
             checkpoints.restore(config.resume)
         guard = checkpoints.preemption_guard() if checkpoints else contextlib.nullcontext(run_directly)
+        last_save = time.monotonic()
         with guard as run_step:
             for epoch in range(progress.next_epoch, config.max_epoch + 1):
                 if progress.stopped_early:
@@ -244,8 +246,9 @@ class EpochTrainer:
                     tracker.epoch(record)
                 stop = self._should_stop(record, state)
                 progress.end_epoch(epoch, stopped_early=stop)
-                if checkpoints:
+                if checkpoints and time.monotonic() - last_save >= config.checkpoint_interval:
                     checkpoints.save()
+                    last_save = time.monotonic()
                 if stop:
                     break
         if state.best_weights is not None:

@@ -15,6 +15,9 @@ from delft.utilities.Utilities import parse_number_ranges, t_or_f
 from delft.utilities.errors import ConfigurationError
 
 SEED_LIMIT = 2 ** 32 - 1  # the seeds numpy, scikit-learn and Keras all take
+# a save of BERT_CRF MiniLM's 22M parameters and their Adam moments takes ~0.3 s, a quarter of
+# its 1.3 s epoch on date (doc/distributed.md): runs of minutes save a few times, not every epoch
+CHECKPOINT_INTERVAL = 60.0
 
 
 def option(default, help, flag=None, minimum=None, maximum=None, choices=None, cli=True,
@@ -222,9 +225,9 @@ class SavedConfig:
 
 
 @dataclass
-class TrackingSettings:
-    """Where a training reports its progress (delft.utilities.tracking): the fields every
-    toolkit's training config has."""
+class TrainingRunSettings:
+    """How a training run reports its progress (delft.utilities.tracking) and keeps its
+    checkpoints (delft.training.checkpoints): the fields every toolkit's training config has."""
 
     tensorboard: Optional[str] = option(
         None, "write TensorBoard scalars (each epoch) and the per-label validation scores (at "
@@ -235,3 +238,10 @@ class TrackingSettings:
     wandb_project: Optional[str] = option(
         None, "Weights & Biases project (default: WANDB_PROJECT, else wandb's own)")
     wandb_run_id: Optional[str] = option(None, "Weights & Biases run to continue")
+    resume: bool = option(
+        True, "resume an interrupted training from its last checkpoint (<output>/<model>"
+              ".checkpoints/); --no-resume starts afresh")
+    checkpoint_interval: float = option(
+        CHECKPOINT_INTERVAL, "seconds of training between two epoch-end checkpoints (0: at every "
+                             "epoch end); a kill loses at most this and the epoch in progress",
+        minimum=0.0)
