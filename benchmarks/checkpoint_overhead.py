@@ -4,10 +4,10 @@
 
 1. In this process, the date train_eval's training (90/10 eval split, then 90/10 validation, batch
    60, BidLSTM_CRF) with the same seed, without checkpoints and with a checkpoint at every epoch
-   end (``checkpoint_interval=0``; the default saves at most once a minute), alternately (each first in every other repeat), --repeats times. Prints the time of a
-   checkpoint save against the steady epoch time (median of epochs 2..N, validation included) and
-   their ratio (goal: <= 5%), the steady epochs and training runtimes with and without (medians
-   over the repeats).
+   end (``checkpoint_interval=0``; the default saves at most once a minute), alternately (each
+   first in every other repeat), --repeats times. Prints the time of a checkpoint save against
+   the steady epoch time (median of epochs 2..N, validation included) and their ratio (goal: <=
+   5%), the steady epochs and training runtimes with and without (medians over the repeats).
 2. In fresh processes (``grobidTagger.py date train`` through tests/interrupted_training.py): a run
    killed with SIGKILL in epoch 3, then the same command again. Prints the time from the restart to
    its first training step, against a fresh start's, and the restore time the log reports.

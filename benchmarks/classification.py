@@ -135,6 +135,8 @@ def main():
     if args.table:
         table(args.results, REFERENCE)
         return
+    class_weights = args.class_weights and (None if args.class_weights == "none" else dict(
+        enumerate(map(float, args.class_weights.split(",")))))
     for task in args.task:
         for seed in args.seed:
             split_path, split = make_split(task, seed, args.data, args.cache)
@@ -150,8 +152,7 @@ def main():
             settings.update(seed=seed, architecture=args.architecture,
                             transformer=args.transformer)
             if args.class_weights:
-                settings["class_weights"] = None if args.class_weights == "none" else dict(
-                    enumerate(map(float, args.class_weights.split(","))))
+                settings["class_weights"] = class_weights
             load_before = os.getloadavg()[0]
             result, wall, rss, cpu = run_ours(split_path, settings)
             if result["architecture_run"] != args.architecture:

@@ -226,16 +226,33 @@ def test_best_weights_are_written_apart_only_once_they_are_not_the_models(tmp_pa
     claim.release()
 
 
+def tiny_date_model(**settings):
+    from delft.sequenceLabelling import Sequence
+
+    return Sequence(MODEL_NAME, max_epoch=4, early_stop=False, batch_size=20, seed=1,
+                    word_lstm_units=8, char_lstm_units=8, char_emb_size=8, **settings)
+
+
+def train_tiny(model, date_corpus, **options):
+    x, y, _ = date_corpus
+    model.train(x[:40], y[:40], x_valid=x[40:50], y_valid=y[40:50], **options)
+
+
+@pytest.fixture(scope="module")
+def weights_without_checkpoints(date_corpus):
+    model = tiny_date_model()
+    train_tiny(model, date_corpus)
+    return model.model.get_weights()
+
+
 @pytest.mark.parametrize("interval, saved_after", [(0, [1, 2, 3, 4]), (15, [2, 4]),
                                                    (60, [])])
-def test_an_epoch_ends_with_a_checkpoint_once_the_interval_has_passed(tmp_path, date_corpus,
-                                                                      monkeypatch, interval,
-                                                                      saved_after):
+def test_an_epoch_ends_with_a_checkpoint_once_the_interval_has_passed(
+        tmp_path, date_corpus, weights_without_checkpoints, monkeypatch, interval, saved_after):
     """``checkpoint_interval`` seconds of training between two saves, counted from the start (a
     clock that says 10 s per epoch here): 0 saves at every epoch end; a training shorter than
     the interval writes none; saving or not, training ends with the weights of a training
     without checkpoints."""
-    from delft.sequenceLabelling import Sequence
     from delft.training import checkpoints, loop
 
     ended, saved = [], []
@@ -259,22 +276,19 @@ def test_an_epoch_ends_with_a_checkpoint_once_the_interval_has_passed(tmp_path, 
     monkeypatch.setattr(checkpoints.TrainingProgress, "end_epoch", counting_end_epoch)
     monkeypatch.setattr(checkpoints.EpochCheckpoints, "save", recording_save)
     monkeypatch.setattr(loop, "time", EpochClock)
-    x, y, _ = date_corpus
-    model = Sequence(MODEL_NAME, max_epoch=4, early_stop=False, batch_size=20, seed=1,
-                     word_lstm_units=8, char_lstm_units=8, char_emb_size=8,
-                     checkpoint_interval=interval)
+    model = tiny_date_model(checkpoint_interval=interval)
     folder = tmp_path / CHECKPOINTS
-    model.train(x[:40], y[:40], x_valid=x[40:50], y_valid=y[40:50], checkpoint_dir=str(folder))
+    train_tiny(model, date_corpus, checkpoint_dir=str(folder))
     assert ended == [1, 2, 3, 4] and saved == saved_after
-    latest = (folder / "checkpoint").read_text() if saved_after else None
-    assert latest == (f'model_checkpoint_path: "ckpt-{len(saved_after)}"\n'
-                      f'all_model_checkpoint_paths: "ckpt-{len(saved_after)}"\n'
-                      if saved_after else None)
+    state_file = folder / "checkpoint"
+    if saved_after:
+        latest = f"ckpt-{len(saved_after)}"
+        assert state_file.read_text() == (f'model_checkpoint_path: "{latest}"\n'
+                                          f'all_model_checkpoint_paths: "{latest}"\n')
+    else:
+        assert not state_file.exists()
     weights = model.model.get_weights()
     model.save(str(tmp_path))
     assert not folder.exists()
-    every_epoch = Sequence(MODEL_NAME, max_epoch=4, early_stop=False, batch_size=20, seed=1,
-                           word_lstm_units=8, char_lstm_units=8, char_emb_size=8)
-    every_epoch.train(x[:40], y[:40], x_valid=x[40:50], y_valid=y[40:50])
-    for ours, reference in zip(weights, every_epoch.model.get_weights()):
+    for ours, reference in zip(weights, weights_without_checkpoints):
         np.testing.assert_allclose(ours, reference, rtol=1e-5, atol=1e-6)
