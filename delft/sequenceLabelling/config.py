@@ -90,8 +90,6 @@ class TrainingConfig(TrainingRunSettings):
 
     optimizer: str = option("adam", "accepted for DeLFT scripts: Adam (AdamW for transformers)",
                             cli=False)
-    learning_rate: Optional[float] = option(
-        None, "initial learning rate (default 1e-3, or 2e-5 with a transformer)", minimum=0.0)
     lr_decay: float = option(0.9, "factor of each learning-rate reduction", minimum=0.0,
                              maximum=1.0)
     lr_schedule: str = option(
@@ -112,17 +110,6 @@ class TrainingConfig(TrainingRunSettings):
                            minimum=1)
     fold_number: int = option(1, "train this many models on folds (n-fold)", flag="--fold-count",
                               minimum=1)
-    seed: Optional[int] = option(None, "random seed (data order, splits, initial weights)",
-                                 minimum=0, maximum=SEED_LIMIT)
-    weight_decay: float = option(0.01, "AdamW weight decay (transformers)", minimum=0.0)
-    warmup_ratio: float = option(0.1, "share of the steps of linear warm-up (transformers)",
-                                 minimum=0.0, maximum=1.0)
-
-    def resolved_learning_rate(self, uses_transformer):
-        if self.learning_rate is not None:
-            return self.learning_rate
-        return 2e-5 if uses_transformer else 1e-3
-
     def validated(self, source="training config"):
         return check_fields(self, source)
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import List, Optional
 
 from delft.utilities.errors import ConfigurationError
-from delft.utilities.settings import (SEED_LIMIT, SavedConfig, TrainingRunSettings, check_fields,
-                                      option, settings_of_each)
+from delft.utilities.settings import (SavedConfig, TrainingRunSettings, check_fields, option,
+                                      settings_of_each)
 
 LR_SCHEDULES = ("none", "plateau", "exponential")
 # what DeLFT 1.2.0 learns for a word when no pre-trained vectors are given
@@ -62,8 +62,6 @@ class ModelConfig(SavedConfig):
 class TrainingConfig(TrainingRunSettings):
     """How a classifier is trained; not needed to classify, so not saved with the model."""
 
-    learning_rate: Optional[float] = option(
-        None, "initial learning rate (default 1e-3, or 2e-5 for bert)", minimum=0.0)
     lr_schedule: str = option("none", "reduce the learning rate on a validation plateau, every "
                                       "epoch, or never (DeLFT)", choices=LR_SCHEDULES)
     lr_decay: float = option(0.9, "factor of each learning-rate reduction", minimum=0.0,
@@ -85,17 +83,6 @@ class TrainingConfig(TrainingRunSettings):
                                   "random", minimum=1, maximum=1, cli=False)
     class_weights: Optional[dict] = option(
         None, "class index -> weight of the examples of that class in the loss", cli=False)
-    seed: Optional[int] = option(None, "random seed (data order, splits, initial weights)",
-                                 minimum=0, maximum=SEED_LIMIT)
-    weight_decay: float = option(0.01, "AdamW weight decay (bert)", minimum=0.0)
-    warmup_ratio: float = option(0.1, "share of the steps of linear warm-up (bert)",
-                                 minimum=0.0, maximum=1.0)
-
-    def resolved_learning_rate(self, uses_transformer):
-        if self.learning_rate is not None:
-            return self.learning_rate
-        return 2e-5 if uses_transformer else 1e-3
-
     def validated(self, source="training config"):
         check_fields(self, source)
         weights = self.class_weights

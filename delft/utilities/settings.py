@@ -226,9 +226,18 @@ class SavedConfig:
 
 @dataclass
 class TrainingRunSettings:
-    """How a training run reports its progress (delft.utilities.tracking) and keeps its
-    checkpoints (delft.training.checkpoints): the fields every toolkit's training config has."""
+    """The fields every toolkit's training config has: the settings of the shared training loop
+    (delft.training.loop: its learning rate, AdamW's for transformers, the seed), how a run reports
+    its progress (delft.utilities.tracking) and keeps its checkpoints (delft.training.checkpoints).
+    """
 
+    learning_rate: Optional[float] = option(
+        None, "initial learning rate (default 1e-3, or 2e-5 for a transformer)", minimum=0.0)
+    seed: Optional[int] = option(None, "random seed (data order, splits, initial weights)",
+                                 minimum=0, maximum=SEED_LIMIT)
+    weight_decay: float = option(0.01, "AdamW weight decay (transformers)", minimum=0.0)
+    warmup_ratio: float = option(0.1, "share of the steps of linear warm-up (transformers)",
+                                 minimum=0.0, maximum=1.0)
     tensorboard: Optional[str] = option(
         None, "write TensorBoard scalars (each epoch) and the per-label validation scores (at "
               "the end) under this folder")
@@ -245,3 +254,9 @@ class TrainingRunSettings:
         CHECKPOINT_INTERVAL, "seconds of training between two epoch-end checkpoints (0: at every "
                              "epoch end); a kill loses at most this and the epoch in progress",
         minimum=0.0)
+
+    def resolved_learning_rate(self, uses_transformer):
+        """``learning_rate``, or its default for the model (2e-5 with a transformer, else 1e-3)."""
+        if self.learning_rate is not None:
+            return self.learning_rate
+        return 2e-5 if uses_transformer else 1e-3
