@@ -76,6 +76,30 @@ def test_counts_threads_and_compiled_steps_stay_the_same(loaded_date):
     assert [p._step.experimental_get_tracing_count() for p in predictors] == traces == [1]
 
 
+def full_collections_of(call):
+    """How many full (generation-2) collections Python's garbage collector ran during ``call()``."""
+    full = []
+
+    def record(phase, info):
+        if phase == "start" and info["generation"] == 2:
+            full.append(info)
+
+    gc.callbacks.append(record)
+    try:
+        call()
+    finally:
+        gc.callbacks.remove(record)
+    return len(full)
+
+
+def test_the_call_that_traces_ends_with_the_full_collection_the_next_calls_would_meet(
+        trained_date):
+    model = trained_date.load()  # not traced yet
+    assert full_collections_of(lambda: model.tag(MANY, None, batch_size=20)) == 1
+    assert full_collections_of(lambda: model.tag(MANY, None, batch_size=20)) == 0
+    assert next(iter(model._predictors.values()))._step.traced
+
+
 def test_the_same_on_two_replicas(trained_date, tmp_path):
     script = tmp_path / "replicas.py"
     out = tmp_path / "out.json"

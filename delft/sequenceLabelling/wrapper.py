@@ -302,7 +302,7 @@ class Sequence:
         if self.p.reads_padding:  # a DeLFT ChainCRF folder: each row read as in DeLFT's batches
             corpus.read_width = delft_read_widths(corpus.row_length, batch_size,
                                                   self.model_config.max_sequence_length)
-        predictions = predictor.predict(corpus, batch_size)
+        predictions = predictor.serve(corpus, batch_size)
         return predictions.labels(self.p), predictions.split(predictions.scores)
 
     def tagged(self, texts, features=None, batch_size=None, multi_gpu=False,

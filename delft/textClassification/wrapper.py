@@ -259,7 +259,7 @@ class Classifier:
         strategy = self._use_strategy(multi_gpu)
         corpus = self.p.encode(texts)
         size = batch_size or self.model_config.batch_size
-        probabilities = [self._predictor(model, strategy).predict(corpus, size)
+        probabilities = [self._predictor(model, strategy).serve(corpus, size)
                          for model in self.models]
         if len(probabilities) == 1:
             return texts, probabilities[0]

@@ -36,6 +36,11 @@ class CompiledStep:
         return self._concrete([{name: tf.convert_to_tensor(value, self._dtypes[name])
                                 for name, value in part.items()} for part in slices])
 
+    @property
+    def traced(self) -> bool:
+        """Whether the step has been traced (at its first call)."""
+        return self._concrete is not None
+
     def experimental_get_tracing_count(self) -> int:
         """How many times the step was traced (``tf.function``'s count): 1 once called."""
         return self.function.experimental_get_tracing_count()
