@@ -92,7 +92,8 @@ def waited(step, tensors):
 def tagging_stages(sequence, texts, features, batch_size):
     """``{stage: seconds}`` of tagging ``texts`` stage by stage, and tag's own wall time."""
     from delft.sequenceLabelling import inputs, output
-    from delft.sequenceLabelling.tagger import Predictions, gc_paused
+    from delft.sequenceLabelling.tagger import Predictions
+    from delft.training.prediction import serving_call
 
     predictor = sequence._predictor(sequence._strategy)
     clock = StageClock()
@@ -104,7 +105,7 @@ def tagging_stages(sequence, texts, features, batch_size):
 
     sequence.tag(texts[:batch_size], features=features and features[:batch_size],
                  batch_size=batch_size)  # the step traced
-    with gc_paused():  # as in tag
+    with serving_call():  # as in tag
         corpus = clock.timed("encoding", encode)
         batches = clock.timed("bucketing and padding", predictor.batches, corpus, batch_size)
         predictions = Predictions(corpus)

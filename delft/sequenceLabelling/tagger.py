@@ -5,8 +5,6 @@ ChainCRF, by the width DeLFT's batches read each row at, in steps of as many pad
 DeLFT's largest batch), each global batch is split across the strategy's replicas, and the labels gathered back are put in input order by the row index every
 slice carries, so the output is the same on 1 or N devices.
 """
-import contextlib
-import gc
 from typing import List
 
 import numpy as np
@@ -19,25 +17,6 @@ from delft.training.prediction import ShardedStep
 from delft.sequenceLabelling.output import get_entities_with_offsets
 
 __all__ = ["Predictions", "Predictor", "get_entities_with_offsets"]
-
-
-@contextlib.contextmanager
-def gc_paused():
-    """Python's cyclic garbage collector off inside (and as it was, after).
-
-    A tag call makes hundreds of thousands of small lists (tokens, labels, ``[token, label]``
-    pairs), none of them in a reference cycle, so the collector finds nothing in them; yet every
-    700 new objects it walks the young ones, and now and then every object of the process,
-    TensorFlow's included. On 50,000 date sequences that was a fifth to a quarter of a
-    ``Sequence.tag`` call (``benchmarks/tagging_stages.py``, the stitching stage).
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 class Predictions:

@@ -302,7 +302,7 @@ class Sequence:
         if self.p.reads_padding:  # a DeLFT ChainCRF folder: each row read as in DeLFT's batches
             corpus.read_width = delft_read_widths(corpus.row_length, batch_size,
                                                   self.model_config.max_sequence_length)
-        predictions = predictor.serve(corpus, batch_size)
+        predictions = predictor.predict(corpus, batch_size)
         return predictions.labels(self.p), predictions.split(predictions.scores)
 
     def tagged(self, texts, features=None, batch_size=None, multi_gpu=False,
@@ -350,11 +350,11 @@ class Sequence:
             Anything but a list of texts or a list of token lists (a bare string, None, a mix)
             is a ``TypeError`` saying so.
         """
-        from delft.sequenceLabelling.tagger import gc_paused
+        from delft.training.prediction import serving_call
 
         start = time.perf_counter()
         key = None if output_format is None else output.output_format(output_format)
-        with gc_paused():
+        with serving_call():
             tagged = self.tagged(texts, features, batch_size, multi_gpu, window_stride)
             if key is None:
                 return output.token_label_pairs(tagged.tokens, tagged.labels)

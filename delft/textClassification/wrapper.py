@@ -259,7 +259,7 @@ class Classifier:
         strategy = self._use_strategy(multi_gpu)
         corpus = self.p.encode(texts)
         size = batch_size or self.model_config.batch_size
-        probabilities = [self._predictor(model, strategy).serve(corpus, size)
+        probabilities = [self._predictor(model, strategy).predict(corpus, size)
                          for model in self.models]
         if len(probabilities) == 1:
             return texts, probabilities[0]
@@ -273,15 +273,18 @@ class Classifier:
         document (``classifications``: each text with one score per class, what GROBID reads),
         any other value the array [texts, classes]. ``use_main_thread_only`` is accepted (every
         call runs in the caller's thread)."""
-        texts, probabilities = self._probabilities(texts, batch_size, multi_gpu)
-        if output_format != "json":
-            return probabilities
-        classes = self.model_config.list_classes
-        return {"software": "DeLFT", "date": datetime.datetime.now().isoformat(),
-                "model": self.model_config.model_name,
-                "classifications": [dict({"text": text}, **{c: float(p) for c, p in
-                                                             zip(classes, row)})
-                                    for text, row in zip(texts, probabilities)]}
+        from delft.training.prediction import serving_call
+
+        with serving_call():
+            texts, probabilities = self._probabilities(texts, batch_size, multi_gpu)
+            if output_format != "json":
+                return probabilities
+            classes = self.model_config.list_classes
+            return {"software": "DeLFT", "date": datetime.datetime.now().isoformat(),
+                    "model": self.model_config.model_name,
+                    "classifications": [dict({"text": text}, **{c: float(p) for c, p in
+                                                                 zip(classes, row)})
+                                        for text, row in zip(texts, probabilities)]}
 
     def eval(self, x_test, y_test, use_main_thread_only=False, multi_gpu=False):
         """Scores on ``(x_test, y_test)``: per-class precision, recall and F1 of the most probable

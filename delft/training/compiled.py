@@ -23,6 +23,8 @@ class CompiledStep:
     [2.0, 2.0]
     """
 
+    traces = 0  # steps traced in this process, all together (read by prediction.serving_call)
+
     def __init__(self, function, signature):
         # no autograph: the steps have no Python control flow on tensors, and converting every
         # function they call made tracing far slower
@@ -33,13 +35,9 @@ class CompiledStep:
     def __call__(self, slices):
         if self._concrete is None:  # traced at the first call, as a tf.function is
             self._concrete = self.function.get_concrete_function()
+            CompiledStep.traces += 1
         return self._concrete([{name: tf.convert_to_tensor(value, self._dtypes[name])
                                 for name, value in part.items()} for part in slices])
-
-    @property
-    def traced(self) -> bool:
-        """Whether the step has been traced (at its first call)."""
-        return self._concrete is not None
 
     def experimental_get_tracing_count(self) -> int:
         """How many times the step was traced (``tf.function``'s count): 1 once called."""

@@ -1,11 +1,42 @@
 """The compiled inference step both toolkits predict with, sharded across the strategy's
 replicas: each global batch is split across them, and what they return is gathered back with the
 index every slice carries, so the caller puts the rows in input order (the same on 1 or N
-devices)."""
+devices), and the context of the calls a server repeats (:func:`serving_call`)."""
+import contextlib
 import gc
 
 from delft.training.batching import ReplicaFeeder, prefetched
 from delft.training.compiled import CompiledStep
+
+
+@contextlib.contextmanager
+def serving_call():
+    """The context of a call a server makes again and again (``Sequence.tag``,
+    ``Classifier.predict``): Python's cyclic garbage collector off inside (and as it was, after),
+    and one full collection at the end of a call that traced a compiled step.
+
+    A tag call makes hundreds of thousands of small lists (tokens, labels, ``[token, label]``
+    pairs), none of them in a reference cycle, so the collector finds nothing in them; yet every
+    700 new objects it walks the young ones, and now and then every object of the process,
+    TensorFlow's included. On 50,000 date sequences that was a fifth to a quarter of a
+    ``Sequence.tag`` call (``benchmarks/tagging_stages.py``, the stitching stage).
+
+    A trace leaves ~10^5 new objects (its graph's), which bring a full collection a few calls
+    later (~0.25 s: one tag call of a series of 20 took 4x the others); made at the end of the call
+    that traces, which its caller waits for anyway, it spares the calls that follow.
+    ``Sequence.tag_file`` and ``eval``, one long job each, do not collect: a command that tags
+    once would only pay for it.
+    """
+    enabled = gc.isenabled()
+    traces = CompiledStep.traces
+    gc.disable()
+    try:
+        yield
+    finally:
+        if CompiledStep.traces != traces:
+            gc.collect()
+        if enabled:
+            gc.enable()
 
 
 class ShardedStep:
@@ -25,27 +56,6 @@ class ShardedStep:
     def replica_outputs(self, batch):
         """The tensors of one replica's batch, its ``batch["index"]`` last."""
         raise NotImplementedError
-
-    def predict(self, corpus, batch_size):
-        """The predictions of every row of ``corpus``, in input order."""
-        raise NotImplementedError
-
-    def serve(self, corpus, batch_size):
-        """:meth:`predict` for a caller that calls again and again (``Sequence.tag``,
-        ``Classifier.predict``): the call that traces the step ends with one full collection of
-        Python's garbage collector.
-
-        A trace leaves ~10^5 new Python objects (its graph's), which push the collector into a
-        full collection a few calls later, one that walks every object of the process, TensorFlow's
-        included (~0.25 s: one tag call of a series took 4x the others); made at the end of the
-        call that traces, which its caller waits for anyway, it spares the calls that follow.
-        Training's validation calls :meth:`predict`: a collection there would only lengthen it.
-        """
-        traced = self._step.traced
-        predictions = self.predict(corpus, batch_size)
-        if not traced:
-            gc.collect()
-        return predictions
 
     def batch_outputs(self, corpus, batches):
         """The step's outputs (numpy) for each batch of rows of ``corpus``, in turn; the next
