@@ -226,10 +226,10 @@ class SavedConfig:
 
 @dataclass
 class TrainingRunSettings:
-    """The fields every toolkit's training config has: the settings of the shared training loop
-    (delft.training.loop: its learning rate, AdamW's for transformers, the seed), how a run reports
-    its progress (delft.utilities.tracking) and keeps its checkpoints (delft.training.checkpoints).
-    """
+    """The fields every toolkit's training config has: the shared training loop's learning rate,
+    seed and, for transformers, AdamW's weight decay and warm-up (delft.training.loop); how a run
+    reports its progress (delft.utilities.tracking) and keeps its checkpoints
+    (delft.training.checkpoints)."""
 
     learning_rate: Optional[float] = option(
         None, "initial learning rate (default 1e-3, or 2e-5 for a transformer)", minimum=0.0)
