@@ -135,8 +135,8 @@ def main():
     if args.table:
         table(args.results, REFERENCE)
         return
-    class_weights = args.class_weights and (None if args.class_weights == "none" else dict(
-        enumerate(map(float, args.class_weights.split(",")))))
+    class_weights = None if args.class_weights in (None, "none") else dict(
+        enumerate(map(float, args.class_weights.split(","))))
     for task in args.task:
         for seed in args.seed:
             split_path, split = make_split(task, seed, args.data, args.cache)

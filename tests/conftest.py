@@ -252,3 +252,14 @@ def standin_registry(tmp_path_factory):
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)
+
+
+@pytest.fixture
+def forced_collections(monkeypatch):
+    """The calls made to ``gc.collect`` from now on (their arguments; none collects): what
+    ``delft.training.prediction.serving_call`` forces."""
+    import gc
+
+    forced = []
+    monkeypatch.setattr(gc, "collect", lambda *args: forced.append(args))
+    return forced

@@ -129,7 +129,8 @@ def test_save_then_load_gives_the_same_probabilities(model, tmp_path):
                                atol=1e-6)
 
 
-def test_the_predict_call_that_traces_ends_with_a_full_collection(model, tmp_path, monkeypatch):
+def test_the_predict_call_that_traces_ends_with_a_full_collection(model, tmp_path,
+                                                                   forced_collections):
     """As ``Sequence.tag`` (tests/test_repetition.py): GROBID calls predict again and again."""
     import gc
 
@@ -138,12 +139,10 @@ def test_the_predict_call_that_traces_ends_with_a_full_collection(model, tmp_pat
     model.save(str(tmp_path))
     loaded = Classifier("copyright_gru")
     loaded.load(dir_path=str(tmp_path))
-    forced = []
-    monkeypatch.setattr(gc, "collect", lambda *args: forced.append(args))
     enabled = gc.isenabled()
     loaded.predict(["Elsevier press rights"], "json")
     loaded.predict(["the authors themselves"], "json")
-    assert forced == [()]  # the first call's, after its trace
+    assert forced_collections == [()]  # the first call's, after its trace
     assert gc.isenabled() == enabled
 
 

@@ -93,20 +93,22 @@ def full_collections_of(call):
 
 
 def test_the_call_that_traces_ends_with_the_full_collection_the_next_calls_would_meet(
-        trained_date, tmp_path, monkeypatch):
+        trained_date):
     model = trained_date.load()  # not traced yet
     assert full_collections_of(lambda: model.tag(MANY, None, batch_size=20)) == 1
     assert full_collections_of(lambda: model.tag(MANY, None, batch_size=20)) == 0
-    # a command tags once, in one tag_file call (or evaluates once): it would only pay for it
-    forced = []
-    monkeypatch.setattr(gc, "collect", lambda *args: forced.append(args))
+
+
+def test_a_command_s_one_tag_file_or_eval_forces_no_collection(trained_date, tmp_path,
+                                                                forced_collections):
+    """A command tags once, in one tag_file call (or evaluates once): it would only pay for it."""
     texts = tmp_path / "texts.txt"
     texts.write_text("12 June 2005\nMarch 2001\n")
     trained_date.load().tag_file(str(texts), "json", str(tmp_path / "out.json"))
     trained_date.load().eval(trained_date.x_eval[:50], trained_date.y_eval[:50])
-    assert forced == []
+    assert forced_collections == []
     trained_date.load().tag(CALL)  # the spy sees what tag forces
-    assert forced == [()]
+    assert forced_collections == [()]
 
 
 def test_the_same_on_two_replicas(trained_date, tmp_path):
