@@ -170,6 +170,19 @@ def test_one_replica_takes_the_whole_batch_with_its_index(corpus):
     assert sorted(seen) == list(range(len(x)))
 
 
+def test_a_prediction_slice_carries_what_its_step_signature_names(corpus):
+    """Without labels (tagging) a slice has no loss weights nor global count: its step would
+    bind and convert them for nothing; with labels it has both, as the train step's signature."""
+    p, encoded, labels, x = corpus
+    feeder = ReplicaFeeder(tf.distribute.get_strategy(), p)
+    rows = length_bucketed_batches(encoded.row_length, 5)[0]
+    for label_ids, with_labels in ((None, False), (labels, True)):
+        (part,) = feeder.slices(encoded, rows, label_ids)
+        (signature,) = feeder.step_signature(with_labels)[0]
+        assert sorted(part) == sorted(signature)
+        assert ("weights" in part) == ("global_count" in part) == with_labels
+
+
 @pytest.mark.parametrize("replicas, workers", [(2, 1), (2, 2), (3, 1), (4, 2), (6, 3)])
 def test_replica_slices_cover_rows_once_across_workers(corpus, replicas, workers):
     p, encoded, labels, x = corpus
@@ -223,7 +236,9 @@ def test_two_cpu_replicas_in_a_subprocess(tmp_path):
         corpus = p.encode(x)
         feeder = ReplicaFeeder(strategy, p)
 
-        @tf.function(input_signature=feeder.step_signature(False))
+        labels = p.encode_labels([["O"] * len(s) for s in x])
+
+        @tf.function(input_signature=feeder.step_signature(True))
         def step(slices):
             values = feeder.distribute(slices)
             out = strategy.run(lambda groups: (groups[0]["index"], groups[0]["weights"],
@@ -234,7 +249,7 @@ def test_two_cpu_replicas_in_a_subprocess(tmp_path):
 
         found = []
         for rows in length_bucketed_batches(corpus.row_length, 2):
-            index, weights, widths = step(feeder.slices(corpus, rows))
+            index, weights, widths = step(feeder.slices(corpus, rows, labels))
             found.append([index.numpy().tolist(), weights.numpy().tolist(),
                           [int(w) for w in widths]])
         json.dump({{"replicas": strategy.num_replicas_in_sync, "found": found,

@@ -66,7 +66,8 @@ def stitched(corpus, row_values):
     batch = np.full((len(row_values) + 1, max(map(len, row_values), default=0)), -2, np.int64)
     for row, values in enumerate(row_values):
         batch[len(row_values) - 1 - row, :len(values)] = values
-    stitcher.put_rows(flat, np.arange(len(row_values) - 1, -2, -1), batch)
+    kept, positions = stitcher.positions(np.arange(len(row_values) - 1, -2, -1), batch.shape[1])
+    flat[positions] = batch[kept]
     return stitcher.split(flat)
 
 

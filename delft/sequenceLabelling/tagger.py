@@ -31,8 +31,9 @@ class Predictions:
 
     def put(self, tags, scores, index):
         """A step's outputs: the labels and confidences of the rows ``index`` (-1: none)."""
-        self._stitcher.put_rows(self.ids, index, tags)
-        self._stitcher.put_rows(self.scores, index, scores)
+        kept, positions = self._stitcher.positions(index, tags.shape[1])
+        self.ids[positions] = tags[kept]
+        self.scores[positions] = scores[kept]
 
     def labels(self, preprocessor) -> List[List[str]]:
         """The label names of each sequence's words."""

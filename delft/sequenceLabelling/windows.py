@@ -130,8 +130,9 @@ class Stitcher:
     >>> corpus = EncodedCorpus(np.array([5, 2]), *rows_from_windows([5, 2], size=3))
     >>> stitcher = Stitcher(corpus)
     >>> flat = np.zeros(stitcher.size, np.int32)
-    >>> stitcher.put_rows(flat, np.array([2, 0, 1, -1]),
-    ...                   np.array([[6, 7, 0], [1, 2, 3], [4, 5, 0], [9, 9, 9]]))
+    >>> values = np.array([[6, 7, 0], [1, 2, 3], [4, 5, 0], [9, 9, 9]])
+    >>> kept, positions = stitcher.positions(np.array([2, 0, 1, -1]), values.shape[1])
+    >>> flat[positions] = values[kept]
     >>> [part.tolist() for part in stitcher.split(flat)]
     [[1, 2, 3, 4, 5], [6, 7]]
     """
@@ -147,15 +148,15 @@ class Stitcher:
         """Positions over all sequences."""
         return int(self.starts[-1])
 
-    def put_rows(self, flat: np.ndarray, rows: np.ndarray, values: np.ndarray):
-        """Write the kept part of ``values[k]``, the predictions of row ``rows[k]`` (none where
-        ``rows[k]`` is -1), into ``flat``: one scatter for a batch."""
-        written = rows >= 0
-        rows, values = rows[written], values[written]
-        columns = np.arange(values.shape[1])
-        kept = (columns >= self._keep_from[rows][:, None]) & \
+    def positions(self, rows: np.ndarray, width: int) -> Tuple[np.ndarray, np.ndarray]:
+        """Where a batch's outputs go: ``(kept, positions)``, so that ``flat[positions] =
+        values[kept]`` writes the kept part of ``values[k]`` (``[len(rows), width]``), the
+        predictions of row ``rows[k]`` (none where ``rows[k]`` is -1); computed once for all the
+        outputs of a batch."""
+        columns = np.arange(width)
+        kept = (rows >= 0)[:, None] & (columns >= self._keep_from[rows][:, None]) & \
             (columns < self._keep_to[rows][:, None])
-        flat[(self._row_start[rows][:, None] + columns)[kept]] = values[kept]
+        return kept, (self._row_start[rows][:, None] + columns)[kept]
 
     def split(self, flat) -> List:
         """``flat`` cut into one part per sequence (views of an array, slices of a list)."""

@@ -10,8 +10,9 @@ and no layer ever sees an empty batch. In training, each replica's slice is cut 
 ``length_groups`` groups of rows of similar length, each padded to its own longest row (a
 random batch of GROBID rows, 3 to 1,000 tokens, is mostly padding when padded whole); the step
 sums the groups' losses, so the gradient is the batch's. Every slice carries the rows' positions
-(``index``) so that predictions are put back in input order, and the size of its global batch (``global_count``) so that
-the loss of a step is the same on 1 or N replicas.
+(``index``) so that predictions are put back in input order; a training slice also carries its
+rows' weights and the size of its global batch (``global_count``), so that the loss of a step is
+the same on 1 or N replicas.
 
 Slices are padded in numpy (a vectorised gather per batch) and handed to the compiled step as its
 arguments, one per local replica (:class:`ReplicaFeeder`); each worker pads only its own replicas'
@@ -163,9 +164,10 @@ class ReplicaFeeder:
         import tensorflow as tf
 
         signature = dict(self.preprocessor.batch_signature(with_labels),
-                         index=tf.TensorSpec([None], tf.int32),
-                         weights=tf.TensorSpec([None], tf.float32),
-                         global_count=tf.TensorSpec([], tf.int32))
+                         index=tf.TensorSpec([None], tf.int32))
+        if with_labels:  # what the loss needs; a prediction step binds and converts them not
+            signature.update(weights=tf.TensorSpec([None], tf.float32),
+                             global_count=tf.TensorSpec([], tf.int32))
         return [[signature] * (len(self.local_replicas) * self.groups)]
 
     def distribute(self, slices):
@@ -204,8 +206,9 @@ class ReplicaFeeder:
         width = int(corpus.row_length[part_rows].max()) if width is None else width
         batch = self.preprocessor.padded_batch(corpus, part_rows, label_ids, width)
         batch["index"] = (np.full(1, -1) if empty else part_rows).astype(np.int32)
-        batch["weights"] = np.full(len(part_rows), 0.0 if empty else 1.0, dtype=np.float32)
-        batch["global_count"] = np.int32(len(rows))
+        if label_ids is not None:
+            batch["weights"] = np.full(len(part_rows), 0.0 if empty else 1.0, dtype=np.float32)
+            batch["global_count"] = np.int32(len(rows))
         return batch
 
 
