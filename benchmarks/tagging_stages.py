@@ -115,8 +115,9 @@ def tagging_stages(sequence, texts, features, batch_size):
             outputs = clock.timed("compiled step", waited, predictor._step, tensors)
             arrays = clock.timed("device to host", lambda: [value.numpy() for value in outputs])
             clock.timed("stitching", predictions.put, *arrays)
-        clock.timed("stitching", lambda: output.token_label_pairs(
-            texts, predictions.labels(sequence.p)))
+        clock.timed("stitching", lambda: output.token_label_pairs(output.Tagged(
+            [None] * len(texts), texts, None, sequence.p.decode_labels(predictions.ids),
+            predictions.scores, predictions.starts.tolist())))
     start = time.perf_counter()
     sequence.tag(texts, features=features, batch_size=batch_size)
     return clock.seconds, time.perf_counter() - start

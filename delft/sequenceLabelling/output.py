@@ -3,6 +3,8 @@ format (:data:`WRITERS`), whole or streamed."""
 import datetime
 import json
 from dataclasses import dataclass
+from functools import cached_property
+from itertools import chain
 from typing import List, Optional
 from xml.sax.saxutils import escape
 
@@ -36,14 +38,27 @@ def entities_json(text, tokens, offsets, labels, scores):
     return {"text": text, "entities": entities}
 
 
-def token_label_pairs(texts_tokens, texts_labels):
-    """Per text, ``[token, label]`` pairs: what ``Sequence.tag`` returns without an output format.
+def per_text(values, starts: List[int]) -> list:
+    """``values`` of all the texts' tokens, text after text, cut into one part per text (text
+    ``i``'s are ``values[starts[i]:starts[i + 1]]``).
 
-    >>> token_label_pairs([["June", "2005"]], [["B-<month>", "B-<year>"]])
-    [[['June', 'B-<month>'], ['2005', 'B-<year>']]]
+    >>> per_text(["B-<day>", "B-<month>", "B-<year>"], [0, 1, 1, 3])
+    [['B-<day>'], [], ['B-<month>', 'B-<year>']]
     """
-    return [list(map(list, zip(tokens, labels)))
-            for tokens, labels in zip(texts_tokens, texts_labels)]
+    return [values[s:e] for s, e in zip(starts[:-1], starts[1:])]
+
+
+def token_label_pairs(tagged: "Tagged") -> List[List[List[str]]]:
+    """Per text, ``[token, label]`` pairs: what ``Sequence.tag`` returns without an output format.
+    Paired over all the tokens at once, then cut per text (cheaper than text by text).
+
+    >>> tagged = Tagged([None, None], [["June", "2005"], ["12"]], None,
+    ...                 ["B-<month>", "B-<year>", "B-<day>"], np.ones(3), [0, 2, 3])
+    >>> token_label_pairs(tagged)
+    [[['June', 'B-<month>'], ['2005', 'B-<year>']], [['12', 'B-<day>']]]
+    """
+    pairs = list(map(list, zip(chain.from_iterable(tagged.tokens), tagged.all_labels)))
+    return per_text(pairs, tagged.starts)
 
 
 def token_offsets(tokens):
@@ -102,14 +117,27 @@ TEI_FOOTER = "</body>\n</text>\n</TEI>\n"
 @dataclass
 class Tagged:
     """Tagged texts, what every output format is written from: per text, the original string
-    (None for pre-tokenised input), its tokens, their character offsets (None when not needed),
-    labels and confidences."""
+    (None for pre-tokenised input), its tokens and their character offsets (None when not
+    needed); the labels and confidences of all the tokens, text after text (text ``i``'s are
+    ``[starts[i], starts[i + 1])``), cut per text (:attr:`labels`, :attr:`scores`) only for the
+    formats that read them so."""
 
     texts: List[Optional[str]]
     tokens: List[List[str]]
     offsets: Optional[List[list]]
-    labels: List[List[str]]
-    scores: List[np.ndarray]
+    all_labels: List[str]
+    all_scores: np.ndarray
+    starts: List[int]
+
+    @cached_property
+    def labels(self) -> List[List[str]]:
+        """Per text, its tokens' labels."""
+        return per_text(self.all_labels, self.starts)
+
+    @cached_property
+    def scores(self) -> List[np.ndarray]:
+        """Per text, its tokens' confidences."""
+        return per_text(self.all_scores, self.starts)
 
     def with_offsets(self):
         """The same, with the offsets of pre-tokenised input (its tokens joined by spaces)."""

@@ -274,7 +274,7 @@ class Sequence:
         return {"folds": fold_scores, "micro_f1_mean": float(np.mean(f1s)), "best_fold": best}
 
     def _score_one(self, x_test, y_test, features, multi_gpu):
-        predicted = self._predict_labels(x_test, features, multi_gpu)[0]
+        predicted = self._predict(x_test, features, multi_gpu).labels(self.p)
         scores = evaluation.precision_recall_f1(list(map(list, y_test)), predicted)
         report_logger.info("evaluation on %d sequences: micro F1 %.4f\n%s", len(y_test),
                            scores["micro"]["f1"], scores)
@@ -289,8 +289,10 @@ class Sequence:
             self._predictors[id(strategy)] = Predictor(self.model, self.p, strategy)
         return self._predictors[id(strategy)]
 
-    def _predict_labels(self, sequences, features=None, multi_gpu=False, batch_size=None,
-                        window_stride=None):
+    def _predict(self, sequences, features=None, multi_gpu=False, batch_size=None,
+                 window_stride=None):
+        """The :class:`~delft.sequenceLabelling.tagger.Predictions` of every token of
+        ``sequences``."""
         if self.model is None:
             raise ModelLoadError("no model: train or load one before tagging")
         predictor = self._predictor(self._use_strategy(multi_gpu))
@@ -302,8 +304,7 @@ class Sequence:
         if self.p.reads_padding:  # a DeLFT ChainCRF folder: each row read as in DeLFT's batches
             corpus.read_width = delft_read_widths(corpus.row_length, batch_size,
                                                   self.model_config.max_sequence_length)
-        predictions = predictor.predict(corpus, batch_size)
-        return predictions.labels(self.p), predictions.split(predictions.scores)
+        return predictor.predict(corpus, batch_size)
 
     def tagged(self, texts, features=None, batch_size=None, multi_gpu=False,
                window_stride=None) -> output.Tagged:
@@ -320,10 +321,10 @@ class Sequence:
         else:
             tokens = [list(seq) for seq in texts]
             offsets = None  # only the JSON and TEI outputs need them
-        labels, scores = self._predict_labels(tokens, features, multi_gpu, batch_size,
-                                              window_stride)
+        predictions = self._predict(tokens, features, multi_gpu, batch_size, window_stride)
         originals = list(texts) if raw else [None] * len(tokens)
-        return output.Tagged(originals, tokens, offsets, labels, scores)
+        return output.Tagged(originals, tokens, offsets, self.p.decode_labels(predictions.ids),
+                             predictions.scores, predictions.starts.tolist())
 
     def tag(self, texts: Sequence_[Union[str, Sequence_[str]]], output_format: Optional[str] = None,
             features=None, batch_size: Optional[int] = None, multi_gpu: bool = False,
@@ -357,7 +358,7 @@ class Sequence:
         with serving_call():
             tagged = self.tagged(texts, features, batch_size, multi_gpu, window_stride)
             if key is None:
-                return output.token_label_pairs(tagged.tokens, tagged.labels)
+                return output.token_label_pairs(tagged)
             runtime = round(time.perf_counter() - start, 3)
             if key == "json":
                 return output.JsonWriter.document(self.model_config.model_name, tagged, runtime)

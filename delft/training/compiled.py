@@ -36,14 +36,8 @@ class CompiledStep:
         if self._concrete is None:  # traced at the first call, as a tf.function is
             self._concrete = self.function.get_concrete_function()
             CompiledStep.traces += 1
-        return self._concrete(self.tensors(slices))
-
-    def tensors(self, slices):
-        """``slices`` with their arrays as tensors of the signature's dtypes: what a call binds
-        (a tensor passes through). The feeding thread converts the next slices ahead, while the
-        step runs, rather than the caller between two steps."""
-        return [{name: tf.convert_to_tensor(value, self._dtypes[name])
-                 for name, value in part.items()} for part in slices]
+        return self._concrete([{name: tf.convert_to_tensor(value, self._dtypes[name])
+                                for name, value in part.items()} for part in slices])
 
     def experimental_get_tracing_count(self) -> int:
         """How many times the step was traced (``tf.function``'s count): 1 once called."""

@@ -270,8 +270,7 @@ class EpochTrainer:
         progress.begin_epoch()
         batches = self.epoch_batches(corpus, progress.rng)
         done = progress.steps_done
-        slices = (self._train_step.tensors(self.feeder.slices(corpus, rows, label_ids))
-                  for rows in batches[done:])
+        slices = (self.feeder.slices(corpus, rows, label_ids) for rows in batches[done:])
         with progress_bar(steps, f"epoch {epoch}") as bar:
             bar.update(done)
             for parts in prefetched(slices):
