@@ -165,7 +165,7 @@ class ReplicaFeeder:
 
         signature = dict(self.preprocessor.batch_signature(with_labels),
                          index=tf.TensorSpec([None], tf.int32))
-        if with_labels:  # what the loss needs; a prediction step binds and converts them not
+        if with_labels:  # what the loss reads: a prediction step need not bind and convert them
             signature.update(weights=tf.TensorSpec([None], tf.float32),
                              global_count=tf.TensorSpec([], tf.int32))
         return [[signature] * (len(self.local_replicas) * self.groups)]
