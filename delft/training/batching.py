@@ -216,7 +216,11 @@ class ReplicaFeeder:
 
 def prefetched(items, depth=2):
     """Iterate ``items`` computed ``depth`` ahead in a background thread (padding overlaps the
-    device's step); an exception there is raised here, and stopping early stops the thread."""
+    device's step); an exception there is raised here, and stopping early stops the thread.
+
+    ``items`` must make no TensorFlow tensor: a thread that touches TensorFlow's eager context
+    leaves per-thread state behind (a list, never freed; ``tests/test_repetition.py``), and this
+    thread is made per call."""
     buffer = queue.Queue(maxsize=depth)
     stop = threading.Event()
     done = object()

@@ -59,11 +59,8 @@ class ShardedStep:
 
     def batch_outputs(self, corpus, batches):
         """The step's outputs (numpy) for each batch of rows of ``corpus``, in turn; the next
-        batch's slices are made while the step runs when there is more than one.
-
-        The feeding thread pads numpy arrays and makes no tensor: a thread that touches
-        TensorFlow's eager context leaves per-thread state behind (a list each, never freed;
-        ``tests/test_repetition.py``), and that thread is made per call."""
+        batch's slices are made while the step runs when there is more than one (numpy arrays:
+        the step's call makes them tensors, see ``prefetched``)."""
         slices = (self.feeder.slices(corpus, rows) for rows in batches)
         for parts in (prefetched(slices) if len(batches) > 1 else slices):
             yield tuple(value.numpy() for value in self._step(parts))
