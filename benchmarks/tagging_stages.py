@@ -115,9 +115,8 @@ def tagging_stages(sequence, texts, features, batch_size):
             outputs = clock.timed("compiled step", waited, predictor._step, tensors)
             arrays = clock.timed("device to host", lambda: [value.numpy() for value in outputs])
             clock.timed("stitching", predictions.put, *arrays)
-        clock.timed("stitching", lambda: output.token_label_pairs(output.Tagged(
-            [None] * len(texts), texts, None, sequence.p.decode_labels(predictions.ids),
-            predictions.scores, predictions.starts.tolist())))
+        clock.timed("stitching", lambda: output.token_label_pairs(predictions.tagged(
+            sequence.p, [None] * len(texts), texts, None)))
     start = time.perf_counter()
     sequence.tag(texts, features=features, batch_size=batch_size)
     return clock.seconds, time.perf_counter() - start

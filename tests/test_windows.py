@@ -3,6 +3,7 @@ predictions stitched back; subtoken windows of whole words."""
 import numpy as np
 import pytest
 
+from delft.sequenceLabelling.output import per_text
 from delft.sequenceLabelling.preprocess import EncodedCorpus
 from delft.sequenceLabelling.windows import (Stitcher, rows_from_windows, subtoken_windows,
                                              windows)
@@ -68,7 +69,7 @@ def stitched(corpus, row_values):
         batch[len(row_values) - 1 - row, :len(values)] = values
     kept, positions = stitcher.positions(np.arange(len(row_values) - 1, -2, -1), batch.shape[1])
     flat[positions] = batch[kept]
-    return stitcher.split(flat)
+    return per_text(flat, stitcher.starts.tolist())
 
 
 def positions_per_row(corpus):

@@ -10,7 +10,7 @@ from typing import List
 import numpy as np
 
 from delft.sequenceLabelling.batching import cell_budget_batches
-from delft.sequenceLabelling.output import per_text
+from delft.sequenceLabelling.output import Tagged, per_text
 from delft.training.batching import global_batch_size, length_bucketed_batches
 from delft.sequenceLabelling.windows import Stitcher
 from delft.training.prediction import ShardedStep
@@ -43,6 +43,13 @@ class Predictions:
     def split(self, values) -> List:
         """``values`` (``ids``, ``scores`` or a list as long) cut into one part per sequence."""
         return per_text(values, self.starts.tolist())  # Python ints slice faster than numpy's
+
+    def tagged(self, preprocessor, texts, tokens, offsets) -> Tagged:
+        """The texts these are the predictions of (their originals, tokens and offsets, as
+        :class:`~delft.sequenceLabelling.output.Tagged` holds them), with their labels and
+        confidences."""
+        return Tagged(texts, tokens, offsets, preprocessor.decode_labels(self.ids), self.scores,
+                      self.starts.tolist())
 
 
 class Predictor(ShardedStep):

@@ -133,8 +133,8 @@ class Stitcher:
     >>> values = np.array([[6, 7, 0], [1, 2, 3], [4, 5, 0], [9, 9, 9]])
     >>> kept, positions = stitcher.positions(np.array([2, 0, 1, -1]), values.shape[1])
     >>> flat[positions] = values[kept]
-    >>> [part.tolist() for part in stitcher.split(flat)]
-    [[1, 2, 3, 4, 5], [6, 7]]
+    >>> flat.tolist(), stitcher.starts.tolist()
+    ([1, 2, 3, 4, 5, 6, 7], [0, 5, 7])
     """
 
     def __init__(self, corpus):
@@ -157,7 +157,3 @@ class Stitcher:
         kept = (rows >= 0)[:, None] & (columns >= self._keep_from[rows][:, None]) & \
             (columns < self._keep_to[rows][:, None])
         return kept, (self._row_start[rows][:, None] + columns)[kept]
-
-    def split(self, flat) -> List:
-        """``flat`` cut into one part per sequence (views of an array, slices of a list)."""
-        return [flat[s:e] for s, e in zip(self.starts[:-1], self.starts[1:])]

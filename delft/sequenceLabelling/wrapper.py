@@ -323,8 +323,7 @@ class Sequence:
             offsets = None  # only the JSON and TEI outputs need them
         predictions = self._predict(tokens, features, multi_gpu, batch_size, window_stride)
         originals = list(texts) if raw else [None] * len(tokens)
-        return output.Tagged(originals, tokens, offsets, self.p.decode_labels(predictions.ids),
-                             predictions.scores, predictions.starts.tolist())
+        return predictions.tagged(self.p, originals, tokens, offsets)
 
     def tag(self, texts: Sequence_[Union[str, Sequence_[str]]], output_format: Optional[str] = None,
             features=None, batch_size: Optional[int] = None, multi_gpu: bool = False,
