@@ -41,11 +41,18 @@ def test_tag_refuses_what_is_not_texts_or_token_lists(loaded_date, texts, expect
 
 def test_what_grobid_and_users_pass_is_accepted(loaded_date):
     """numpy object arrays of lists (GROBID's load_data_crf_string), tuples, numpy strings."""
+    texts = [["12", "June"], ["2005"]]
+    as_lists = loaded_date.tag(texts, None)
+    assert [len(r) for r in as_lists] == [2, 1]
     grobid = np.empty(2, dtype=object)
     grobid[0], grobid[1] = ["12", "June"], ["2005"]
-    assert [len(r) for r in loaded_date.tag(grobid, None)] == [2, 1]
-    assert [len(r) for r in loaded_date.tag((("12", "June"),), None)] == [2]
-    assert [len(r) for r in loaded_date.tag([np.array(["12", "June"])], None)] == [2]
+    assert loaded_date.tag(grobid, None) == as_lists
+    assert loaded_date.tag(tuple(map(tuple, texts)), None) == as_lists
+    assert loaded_date.tag([np.array(t) for t in texts], None) == as_lists
+    # the caller's token lists are read as they are, never changed, whatever the output
+    for output_format in (None, "json", "tei", "iob"):
+        loaded_date.tag(texts, output_format)
+    assert texts == [["12", "June"], ["2005"]]
     assert [len(r) for r in loaded_date.tag(np.array(["12 June 2005"]), None)] == [3]
 
 

@@ -319,7 +319,9 @@ class Sequence:
             tokens = [t for t, _ in tokenised]
             offsets = [o for _, o in tokenised]
         else:
-            tokens = [list(seq) for seq in texts]
+            # token lists are used as given (read, never changed); other sequences (tuples,
+            # numpy arrays) are copied into the lists every encoder takes
+            tokens = [seq if type(seq) is list else list(seq) for seq in texts]
             offsets = None  # only the JSON and TEI outputs need them
         predictions = self._predict(tokens, features, multi_gpu, batch_size, window_stride)
         originals = list(texts) if raw else [None] * len(tokens)
