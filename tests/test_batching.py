@@ -16,6 +16,7 @@ from delft.sequenceLabelling.batching import (POOL_BATCHES, ReplicaFeeder, batch
                                               length_bucketed_batches, padding_groups, prefetched,
                                               replica_bounds)
 from delft.sequenceLabelling.preprocess import WordPreprocessor
+from delft.training import batching
 
 
 def covered(batches):
@@ -280,8 +281,10 @@ def every_grouping(count, groups):
 
 @pytest.mark.parametrize("groups", [1, 2, 3, 4])
 @pytest.mark.parametrize("seed", range(24))
-def test_padding_groups_pad_fewest_cells_of_every_grouping(groups, seed):
+def test_padding_groups_pad_fewest_cells_of_every_grouping(groups, seed, monkeypatch):
     rng = np.random.default_rng(seed)
+    # blocks of ends of 1 to 3 rows (256 in use): their edges cross these few rows
+    monkeypatch.setattr(batching, "ENDS_PER_BLOCK", 1 + seed % 3)
     # half the draws from few lengths, so that several groupings tie
     lengths = np.sort(rng.integers(1, [60, 4][seed % 2], rng.integers(1, 11)))
     bounds = padding_groups(lengths, groups)
@@ -297,6 +300,15 @@ def test_padding_groups_pad_fewest_cells_of_every_grouping(groups, seed):
     else:  # fewer rows than groups: one row per group, then empty groups
         assert bounds == [(i, i + 1) for i in range(len(lengths))] + \
             [(len(lengths), len(lengths))] * (groups - len(lengths))
+
+
+def test_padding_groups_of_hundreds_of_rows_do_not_depend_on_the_block_of_ends(monkeypatch):
+    lengths = np.sort(np.random.default_rng(5).integers(1, 300, 600))
+    in_use = {groups: padding_groups(lengths, groups) for groups in (2, 3, 4)}
+    monkeypatch.setattr(batching, "ENDS_PER_BLOCK", 7)
+    assert {groups: padding_groups(lengths, groups) for groups in (2, 3, 4)} == in_use
+    cells = [padded_cells(lengths, in_use[groups]) for groups in (2, 3, 4)]
+    assert cells == sorted(cells, reverse=True) and cells[2] < cells[0]
 
 
 def test_padding_groups_of_a_long_tail_pad_far_less_than_the_batch():
