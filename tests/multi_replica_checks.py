@@ -110,7 +110,7 @@ def check_validation_58_of_60(x, y):
             sequence.model.set_weights(weights)
             predictions = Predictor(sequence.model, sequence.p, strategy).predict(
                 sequence.p.encode(valid_x), 60)
-            predicted = predictions.split(sequence.p.decode_labels(predictions.ids))
+            predicted = predictions.labels(sequence.p)
             result = evaluation.precision_recall_f1(valid_y, predicted)
             scores[name] = {"f1": result["micro"]["f1"],
                             "counts": {k: [v["tp"], v["fp"], v["fn"]]

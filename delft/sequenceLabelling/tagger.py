@@ -28,7 +28,7 @@ class Predictions:
         self._stitcher = Stitcher(corpus)
         self.ids = np.zeros(self._stitcher.size, np.int32)
         self.scores = np.zeros(self._stitcher.size, np.float32)
-        self.starts = self._stitcher.starts
+        self.starts = self._stitcher.starts.tolist()  # Python ints slice faster than numpy's
 
     def put(self, tags, scores, index):
         """A step's outputs: the labels and confidences of the rows ``index`` (-1: none)."""
@@ -38,18 +38,14 @@ class Predictions:
 
     def labels(self, preprocessor) -> List[List[str]]:
         """The label names of each sequence's words."""
-        return self.split(preprocessor.decode_labels(self.ids))
-
-    def split(self, values) -> List:
-        """``values`` (``ids``, ``scores`` or a list as long) cut into one part per sequence."""
-        return per_text(values, self.starts.tolist())  # Python ints slice faster than numpy's
+        return per_text(preprocessor.decode_labels(self.ids), self.starts)
 
     def tagged(self, preprocessor, texts, tokens, offsets) -> Tagged:
         """The texts these are the predictions of (their originals, tokens and offsets, as
         :class:`~delft.sequenceLabelling.output.Tagged` holds them), with their labels and
         confidences."""
         return Tagged(texts, tokens, offsets, preprocessor.decode_labels(self.ids), self.scores,
-                      self.starts.tolist())
+                      self.starts)
 
 
 class Predictor(ShardedStep):
