@@ -209,6 +209,31 @@ def test_forward_gru_is_keras_gru():
     np.testing.assert_allclose(ours(vectors, full), keras_lstm(vectors), atol=1e-5)
 
 
+
+def test_forward_gru_gradients_are_keras_gru_gradients():
+    """ForwardGRU's written-out backward recursion gives Keras' GRU's gradients (inputs and
+    weights), every state read and the last one alone."""
+    vectors = tf.random.normal([3, 6, 5], seed=7)
+    full = tf.constant([6, 6, 6])
+    upstream = tf.random.normal([3, 6, 4], seed=8)
+    for return_sequences in (True, False):
+        ours = ForwardGRU(4, return_sequences=return_sequences)
+        reference = keras.layers.GRU(4, return_sequences=return_sequences)
+        ours(vectors, full)
+        reference(vectors)
+        ours.set_weights([w + 0.3 for w in reference.get_weights()])
+        reference.set_weights(ours.get_weights())
+        gradients = []
+        runs = ((ours, lambda: ours(vectors, full)), (reference, lambda: reference(vectors)))
+        for layer, run in runs:
+            with tf.GradientTape() as tape:
+                tape.watch(vectors)
+                outputs = run()
+                loss = tf.reduce_sum(outputs * (upstream if return_sequences else upstream[:, -1]))
+            gradients.append(tape.gradient(loss, [vectors] + layer.trainable_variables))
+        for got, expected in zip(*gradients):
+            np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-4, atol=1e-5)
+
 # -- DeLFT 0.4.6's gru weights ----------------------------------------------------------------
 def write_delft0_layout(model, path):
     """``model``'s weights as DeLFT 0.4.6 (Keras 2.9 ``save_weights``) wrote copyright_gru's."""

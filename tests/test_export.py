@@ -415,13 +415,17 @@ def saved_model_labels(jobs, tmp_path):
 
 @pytest.fixture(scope="module")
 def saved_model_runs(trained_date, date_sequences, loaded_date, request, tmp_path_factory):
-    """``{name: (labels from the SavedModel, labels from Sequence.tag)}`` for the date model and,
-    when the data is there, the affiliation model with features."""
+    """``{name: (labels from the SavedModel, labels from Sequence.tag)}`` for the date model, a
+    BidGRU_CRF (its GRU's written-out gradient is saved with it) and, when the data is there, the
+    affiliation model with features."""
     tmp_path = tmp_path_factory.mktemp("saved_models")
     x, f = split_lines(date_sequences)
     written = export_model(str(trained_date.model_dir), str(tmp_path / "date"), "savedmodel")
     assert written == str(tmp_path / "date" / "1")
     jobs = {"date": (str(tmp_path / "date"), x, f, loaded_date.tag(x))}
+    gru, gru_dir = tiny_model(date_sequences, "BidGRU_CRF", tmp_path / "models")
+    export_model(str(gru_dir), str(tmp_path / "gru"), "savedmodel")
+    jobs["gru"] = (str(tmp_path / "gru"), x, f, gru.tag(x))
     if AFFILIATION.is_file():
         model_dir, loaded, sequences = request.getfixturevalue("features_model")
         export_model(str(model_dir), str(tmp_path / "affiliation"), "savedmodel")
@@ -434,6 +438,11 @@ def saved_model_runs(trained_date, date_sequences, loaded_date, request, tmp_pat
 
 def test_saved_model_labels_date_as_sequence_tag_without_delft(saved_model_runs):
     got, expected = saved_model_runs["date"]
+    assert got == expected
+
+
+def test_saved_model_labels_a_gru_model_as_sequence_tag_without_delft(saved_model_runs):
+    got, expected = saved_model_runs["gru"]
     assert got == expected
 
 

@@ -15,7 +15,7 @@ class BiGRU(keras.layers.Layer):
     layout): update gate z, reset gate r, ``h' = z * h + (1 - z) * tanh(x W_h + b_h + r * (h U_h
     + c_h))``. TensorFlow has no fused GRU op with a gradient (``GRUBlockCell`` lost its gradient
     with tf.contrib), so each direction is the input projection of every step in one matmul,
-    then :func:`gru_recursion`, a scan with its gradient written out: a training step's graph
+    then :func:`gru_recursion`, a loop with its gradient written out: a training step's graph
     traces several times faster than with Keras' GRU loop, whose gradient TensorFlow derives. Where
     a GPU is, cuDNN's fused GRU runs instead, on the same weights (the same layout: see
     delft/sequenceLabelling/recurrent_kernels.py). The backward direction reverses each
@@ -74,22 +74,33 @@ class BiGRU(keras.layers.Layer):
         if self.keras_gru is not None and training:
             mask = tf.sequence_mask(lengths, tf.shape(inputs)[1])
             return self.keras_gru(inputs, mask=mask, training=training)
-        directions = self.direction_variables()
-        lengths = tf.cast(lengths, tf.int32)
-        time_major = tf.transpose(inputs, [1, 0, 2])
-        forward = self._run(time_major, directions[0])
-        reversed_inputs = tf.reverse_sequence(time_major, lengths, seq_axis=0, batch_axis=1)
-        backward = tf.reverse_sequence(self._run(reversed_inputs, directions[1]), lengths,
-                                       seq_axis=0, batch_axis=1)
+        forward, backward = self.time_major_states(inputs, self.direction_variables(),
+                                                   tf.cast(lengths, tf.int32))
         return tf.transpose(tf.concat([forward, backward], axis=-1), [1, 0, 2])
 
-    def _run(self, time_major, direction):
-        if recurrent_kernels.uses_cudnn(time_major.dtype):
-            return recurrent_kernels.cudnn_gru(time_major, *direction)
-        kernel, recurrent, bias = (tf.cast(tf.convert_to_tensor(w), time_major.dtype)
-                                   for w in direction)
-        projected = tf.einsum("tbf,fg->tbg", time_major, kernel) + bias[0]
-        return gru_recursion(projected, recurrent, bias[1])
+    @staticmethod
+    def time_major_states(inputs, directions, lengths):
+        """The states [time, batch, units] of each of ``directions`` (``(kernel, recurrent
+        kernel, bias)``) over the batch-major ``inputs``: the first forward, the second, if any,
+        backward within each row's length (int32 ``lengths``)."""
+        if recurrent_kernels.uses_cudnn(inputs.dtype):
+            sources = [tf.transpose(inputs, [1, 0, 2])]
+            if len(directions) > 1:
+                sources.append(tf.reverse_sequence(sources[0], lengths, seq_axis=0, batch_axis=1))
+            states = [recurrent_kernels.cudnn_gru(source, *direction)
+                      for source, direction in zip(sources, directions)]
+        else:
+            weights = [[tf.cast(tf.convert_to_tensor(w), inputs.dtype) for w in direction]
+                       for direction in directions]
+            projected = projections(inputs, weights)
+            if len(projected) > 1:
+                projected[1] = tf.reverse_sequence(projected[1], lengths, seq_axis=0,
+                                                   batch_axis=1)
+            states = [gru_recursion(source, recurrent, bias[1])
+                      for source, (_, recurrent, bias) in zip(projected, weights)]
+        if len(states) > 1:
+            states[1] = tf.reverse_sequence(states[1], lengths, seq_axis=0, batch_axis=1)
+        return states
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[:2]) + (2 * self.units,)
@@ -99,52 +110,83 @@ class BiGRU(keras.layers.Layer):
                     recurrent_dropout=self.recurrent_dropout)
 
 
+def projections(inputs, directions):
+    """Each direction's input projection [time, batch, 3 units], with its input bias, of the
+    batch-major ``inputs`` [batch, time, features]. ``directions``: ``(kernel, recurrent kernel,
+    bias)`` of each, in the inputs' dtype. Both read one time-major copy of the inputs, a matmul
+    each (with one thread per op they run side by side, where one matmul of both kernels took
+    a core); the backward direction's projection is reversed after
+    (:meth:`BiGRU.time_major_states`): reversed inputs were a second copy, kept for the gradient.
+    """
+    time_major = tf.transpose(inputs, [1, 0, 2])
+    return [tf.einsum("tbf,fg->tbg", time_major, kernel) + bias[0]
+            for kernel, _, bias in directions]
+
+
 @tf.custom_gradient
 def gru_recursion(projected, recurrent, recurrent_bias):
     """The GRU recursion from a zero state: ``projected`` [time, batch, 3 units] (each step's
     input already through the kernel, with its bias), ``recurrent`` [units, 3 units] and
     ``recurrent_bias`` [3 units] -> the states [time, batch, units].
 
-    Its gradient is written out as a second scan, backwards through the steps kept by the
+    Its gradient is written out as a second loop, backwards through the steps kept by the
     first: TensorFlow then has no loop to differentiate, which is what made tracing a training
-    step slow.
+    step slow. What it keeps of each step is the state and the update, reset and candidate gates
+    (the candidate's recurrent part is computed again); the weights' gradients are summed step by
+    step.
     """
+    steps, batch = tf.shape(projected)[0], tf.shape(projected)[1]
     units = tf.shape(recurrent)[0]
-    zeros = tf.zeros(tf.stack([tf.shape(projected)[1], units]), projected.dtype)
+    dtype = projected.dtype
+    zeros = tf.zeros(tf.stack([batch, units]), dtype)
 
-    def step(previous, x):
-        state = previous[0]
+    def gates(state, x):
         update_x, reset_x, candidate_x = tf.split(x, 3, axis=-1)
         update_h, reset_h, candidate_h = tf.split(
             tf.matmul(state, recurrent) + recurrent_bias, 3, axis=-1)
         update = tf.sigmoid(update_x + update_h)
         reset = tf.sigmoid(reset_x + reset_h)
         candidate = tf.tanh(candidate_x + reset * candidate_h)
-        return update * state + (1.0 - update) * candidate, update, reset, candidate, candidate_h
+        return update, reset, candidate
 
-    states, updates, resets, candidates, candidates_h = tf.scan(
-        step, projected, initializer=(zeros,) * 5)
-    previous_states = tf.concat([zeros[tf.newaxis], states[:-1]], axis=0)
+    # while loops that index the tensors they read: tf.scan would first copy each into a
+    # TensorArray (the projections; in the backward pass, every kept tensor)
+    def step(t, state, *kept):
+        update, reset, candidate = gates(state, projected[t])
+        state = update * state + (1.0 - update) * candidate
+        return (t + 1, state) + tuple(array.write(t, value) for array, value in
+                                      zip(kept, (state, update, reset, candidate)))
+
+    arrays = tuple(tf.TensorArray(dtype, size=steps) for _ in range(4))
+    _, _, *kept = tf.while_loop(lambda t, *_: t < steps, step, (0, zeros) + arrays)
+    # stacked: a SavedModel keeps the gradient, which cannot capture a TensorArray of the loop
+    states, updates, resets, candidates = (array.stack() for array in kept)
+    candidate_recurrent = recurrent[:, 2 * units:]
+    candidate_bias = recurrent_bias[2 * units:]
 
     def gradient(d_states):
-        def back(carry, step_values):
-            d_state, update, reset, candidate, candidate_h, previous = step_values
-            d_state = d_state + carry[0]
+        def back(t, d_next, d_recurrent, d_bias, d_projected):
+            d_state = d_states[t] + d_next
+            update, reset, candidate = updates[t], resets[t], candidates[t]
+            previous = states[tf.maximum(t - 1, 0)] * tf.cast(t > 0, dtype)
             d_update = d_state * (previous - candidate) * update * (1.0 - update)
             d_candidate = d_state * (1.0 - update) * (1.0 - candidate * candidate)
+            # the candidate's recurrent part again rather than kept: one [time, batch, units] less
+            candidate_h = tf.matmul(previous, candidate_recurrent) + candidate_bias
             d_reset = d_candidate * candidate_h * reset * (1.0 - reset)
             d_recurrent_out = tf.concat([d_update, d_reset, d_candidate * reset], axis=-1)
             d_previous = d_state * update + tf.matmul(d_recurrent_out, recurrent,
                                                       transpose_b=True)
-            return (d_previous, tf.concat([d_update, d_reset, d_candidate], axis=-1),
-                    d_recurrent_out)
+            # the weights' gradients summed step by step: no [time, batch, 3 units] tensor
+            return (t - 1, d_previous,
+                    d_recurrent + tf.matmul(previous, d_recurrent_out, transpose_a=True),
+                    d_bias + tf.reduce_sum(d_recurrent_out, axis=0),
+                    d_projected.write(t, tf.concat([d_update, d_reset, d_candidate], axis=-1)))
 
-        width = tf.stack([tf.shape(projected)[1], 3 * units])
-        _, d_projected, d_recurrent_out = tf.scan(
-            back, (d_states, updates, resets, candidates, candidates_h, previous_states),
-            initializer=(zeros, tf.zeros(width, projected.dtype), tf.zeros(width, projected.dtype)),
-            reverse=True)
-        d_recurrent = tf.einsum("tbu,tbg->ug", previous_states, d_recurrent_out)
-        return d_projected, d_recurrent, tf.reduce_sum(d_recurrent_out, axis=[0, 1])
+        _, _, d_recurrent, d_bias, d_projected = tf.while_loop(
+            lambda t, *_: t >= 0, back,
+            (steps - 1, zeros, tf.zeros_like(recurrent), tf.zeros_like(recurrent_bias),
+             tf.TensorArray(dtype, size=steps)))
+        return d_projected.stack(), d_recurrent, d_bias
 
     return states, gradient

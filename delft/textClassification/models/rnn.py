@@ -3,7 +3,7 @@ layers, and the fast one-direction GRU and LSTM that they and the CNNs share.
 
 Each architecture is a recipe: the names of its steps, in DeLFT 0.4.6's order (``RNN_RECIPES``),
 which :class:`LayerStack` builds. The recurrent steps are the sequence labeller's fast layers
-(:class:`~delft.sequenceLabelling.layers.bigru.BiGRU`, a scan with its gradient written out, and
+(:class:`~delft.sequenceLabelling.layers.bigru.BiGRU`, a loop with its gradient written out, and
 :class:`~delft.sequenceLabelling.layers.bilstm.BiLSTM`, TensorFlow's fused LSTM op) given every
 row's full width: they run over the padding, as DeLFT's unmasked layers do (a backward direction
 reads the padding first). :class:`ForwardGRU` and :class:`ForwardLSTM` are their forward
@@ -51,8 +51,8 @@ def last_states(time_major, lengths):
 
 class OneDirection:
     """What :class:`ForwardGRU` and :class:`ForwardLSTM` add to their two-direction layer: the
-    time-major states of :meth:`_run` as every state or each row's last one, and no recurrent
-    dropout in the config."""
+    time-major states of its one direction as every state or each row's last one, and no
+    recurrent dropout in the config."""
 
     def _outputs(self, time_major_states, lengths):
         if self.return_sequences:
@@ -96,8 +96,8 @@ class ForwardGRU(OneDirection, BiGRU):
         self.directions = [(kernel, recurrent, bias)]
 
     def call(self, inputs, lengths, training=False):
-        return self._outputs(self._run(tf.transpose(inputs, [1, 0, 2]), self.directions[0]),
-                             lengths)
+        lengths = tf.cast(lengths, tf.int32)
+        return self._outputs(self.time_major_states(inputs, self.directions, lengths)[0], lengths)
 
 
 @keras.saving.register_keras_serializable(package="delft")
