@@ -5,6 +5,10 @@ JSON, and its ``defaults``), and the table against those runs.
     python benchmarks/classification.py --task copyright license citations --seed 1 2 3
     python benchmarks/classification.py --table     # ours against DeLFT 1.2.0, from the results
 
+``--apps-settings`` runs with TensorFlow's CPU settings as licenseClassifier and citationClassifier
+set them (``devices.configure_cpu_ops``: the BFC host allocator); without it, TensorFlow's defaults,
+which the Python API keeps.
+
 Each run is a fresh process (its wall time includes starting Python and TensorFlow, as the
 reference's does): ``Classifier`` with the task's settings, no pre-trained embeddings (word
 embeddings learned from the training texts, as DeLFT 1.2.0 does), early stopping on the split's
@@ -36,6 +40,10 @@ import json, sys, time
 import numpy as np
 split = json.load(open(sys.argv[1], encoding="utf-8"))
 settings = json.load(open(sys.argv[2]))
+if settings.pop("apps_settings"):  # as licenseClassifier and citationClassifier run
+    from delft.applications.toolkits import TEXT_CLASSIFICATION
+    from delft.utilities import devices
+    devices.configure_cpu_ops(TEXT_CLASSIFICATION.large_ops(settings["architecture"]))
 from delft.textClassification import Classifier
 from delft.textClassification.evaluation import class_scores
 classes = split["classes"]
@@ -130,6 +138,9 @@ def main():
     parser.add_argument("--class-weights", default=None, metavar="W0,W1,...|none",
                         help="other class weights than the application's (recorded in the "
                              "result): one per class, or none")
+    parser.add_argument("--apps-settings", action="store_true",
+                        help="TensorFlow's CPU settings as the apps set them "
+                             "(devices.configure_cpu_ops), not its defaults (the Python API's)")
     parser.add_argument("--table", action="store_true", help="print the table and stop")
     args = parser.parse_args()
     if args.table:
@@ -150,7 +161,7 @@ def main():
                 settings["class_weights"] = preset("citation", "citations",
                                                    "transformer")["class_weights"]
             settings.update(seed=seed, architecture=args.architecture,
-                            transformer=args.transformer)
+                            transformer=args.transformer, apps_settings=args.apps_settings)
             if args.class_weights:
                 settings["class_weights"] = class_weights
             load_before = os.getloadavg()[0]
@@ -168,6 +179,7 @@ def main():
                 per_class=result["per_class"], epochs=result["epochs"], wall=round(wall, 1),
                 train_s=round(result["train_s"], 1), predict_s=round(result["predict_s"], 2),
                 rss=round(rss, 3), cpu_s=round(cpu, 1),
+                cpu_settings="apps" if args.apps_settings else "tensorflow's defaults",
                 loadavg_1min=[round(load_before, 2), round(os.getloadavg()[0], 2)],
                 split={k: len(split[k]["text"]) for k in ("train", "valid", "test")},
                 vocab_size=result["vocab_size"], parameters=result["parameters"],

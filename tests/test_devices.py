@@ -136,3 +136,39 @@ def test_rnn_commands_run_eigen_kernels_transformers_keep_onednn(tmp_path):
         completed = run_python([script, family, start], cwd=tmp_path, timeout=120, **env)
         assert completed.returncode == 0, completed.stderr[-3000:]
         assert completed.stdout.strip() == expected, (family, start, env)
+
+
+
+def test_commands_take_tensorflows_bfc_host_allocator(tmp_path):
+    """configure_cpu_ops before TensorFlow is imported: host tensors from TensorFlow's BFC
+    allocator (``TF_CPU_ALLOCATOR_USE_BFC``, read when TensorFlow makes its first CPU tensor) for
+    every family, but not where the user set the variable, nor when TensorFlow was imported
+    first (a library host: nothing changes)."""
+    script = tmp_path / "allocator.py"
+    script.write_text(textwrap.dedent("""
+        import os
+        import sys
+        if sys.argv[2] == "imported":
+            import tensorflow
+        from delft.utilities import devices
+        devices.configure_cpu_ops(sys.argv[1] == "transformer")
+        print(os.environ.get("TF_CPU_ALLOCATOR_USE_BFC"))
+    """))
+    unset = {"TF_CPU_ALLOCATOR_USE_BFC": ""}
+    cases = [("rnn", "fresh", unset, "true"), ("transformer", "fresh", unset, "true"),
+             ("rnn", "fresh", {"TF_CPU_ALLOCATOR_USE_BFC": "false"}, "false"),
+             ("rnn", "imported", unset, "")]
+    for family, start, env, expected in cases:
+        completed = run_python([script, family, start], cwd=tmp_path, timeout=120, **env)
+        assert completed.returncode == 0, completed.stderr[-3000:]
+        assert completed.stdout.strip() == expected, (family, start, env)
+
+
+def test_sequence_labellers_rnns_run_small_ops_transformers_and_classifiers_large_ones():
+    """What the CLIs pass to configure_cpu_ops for each toolkit and architecture."""
+    from delft.applications.toolkits import SEQUENCE_LABELLING, TEXT_CLASSIFICATION
+
+    assert not any(SEQUENCE_LABELLING.large_ops(name) for name in
+                   ("BidLSTM_CRF", "BidLSTM_CRF_FEATURES", "BidGRU_CRF", "BidLSTM_ChainCRF"))
+    assert SEQUENCE_LABELLING.large_ops("BERT_CRF")
+    assert all(TEXT_CLASSIFICATION.large_ops(name) for name in ("gru", "lstm", "cnn", "bert"))

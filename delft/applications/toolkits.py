@@ -31,6 +31,10 @@ class Toolkit:
     def model(self, name, **settings):
         return getattr(self._module(), self.model_class)(name, **settings)
 
+    def large_ops(self, architecture_name):
+        """Whether the model's ops are large (``devices.configure_cpu_ops``): a transformer's."""
+        return self.architecture(architecture_name).uses_transformer
+
 
 class SequenceLabelling(Toolkit):
     """The tagger (``Sequence``): data ``(tokens, labels, features)``."""
@@ -83,6 +87,13 @@ class TextClassification(Toolkit):
     default_models_dir = "data/models/textClassification/"
     tags = False
     saves_folds = True  # a folder holds the n fold models, averaged at prediction (as DeLFT)
+
+    @staticmethod
+    def large_ops(architecture_name):
+        """Every classifier's: batches of 256 texts of 150-300 words, for the RNNs too (an epoch
+        of `gru` 7-16% shorter than on the sequence labeller's settings: doc/benchmarks.md,
+        "Host memory of training")."""
+        return True
 
     @staticmethod
     def read_model_config(path):
