@@ -19,6 +19,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from delft12_classification import DEFAULT_CACHE, DEFAULT_DATA, defaults, make_split  # noqa: E402
@@ -67,11 +68,12 @@ def run(split_path, settings, bfc, small_ops):
                TF_CPU_ALLOCATOR_USE_BFC="true" if bfc else "false")
     env.pop("TF_ENABLE_ONEDNN_OPTS", None)
     env.pop("TF_NUM_INTRAOP_THREADS", None)
-    path = os.path.join(os.path.dirname(split_path), "host-allocator-settings.json")
-    with open(path, "w") as stream:
-        json.dump(dict(settings, small_ops=small_ops), stream)
-    done = subprocess.run([sys.executable, "-c", RUN, split_path, path], env=env,
-                          capture_output=True, text=True)
+    with tempfile.TemporaryDirectory(prefix="delft-host-allocator-") as work:
+        path = os.path.join(work, "settings.json")
+        with open(path, "w") as stream:
+            json.dump(dict(settings, small_ops=small_ops), stream)
+        done = subprocess.run([sys.executable, "-c", RUN, split_path, path], env=env,
+                              capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"the run failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])

@@ -209,7 +209,6 @@ def test_forward_gru_is_keras_gru():
     np.testing.assert_allclose(ours(vectors, full), keras_lstm(vectors), atol=1e-5)
 
 
-
 def test_forward_gru_gradients_are_keras_gru_gradients():
     """ForwardGRU's written-out backward recursion gives Keras' GRU's gradients (inputs and
     weights), every state read and the last one alone."""
@@ -233,6 +232,7 @@ def test_forward_gru_gradients_are_keras_gru_gradients():
             gradients.append(tape.gradient(loss, [vectors] + layer.trainable_variables))
         for got, expected in zip(*gradients):
             np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-4, atol=1e-5)
+
 
 # -- DeLFT 0.4.6's gru weights ----------------------------------------------------------------
 def write_delft0_layout(model, path):

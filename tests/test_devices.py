@@ -138,7 +138,6 @@ def test_rnn_commands_run_eigen_kernels_transformers_keep_onednn(tmp_path):
         assert completed.stdout.strip() == expected, (family, start, env)
 
 
-
 def test_commands_take_tensorflows_bfc_host_allocator(tmp_path):
     """configure_cpu_ops before TensorFlow is imported: host tensors from TensorFlow's BFC
     allocator (``TF_CPU_ALLOCATOR_USE_BFC``, read when TensorFlow makes its first CPU tensor) for

@@ -74,33 +74,32 @@ class BiGRU(keras.layers.Layer):
         if self.keras_gru is not None and training:
             mask = tf.sequence_mask(lengths, tf.shape(inputs)[1])
             return self.keras_gru(inputs, mask=mask, training=training)
-        forward, backward = self.time_major_states(inputs, self.direction_variables(),
-                                                   tf.cast(lengths, tf.int32))
+        forward, backward = self.time_major_states(inputs, self.direction_variables(), lengths)
         return tf.transpose(tf.concat([forward, backward], axis=-1), [1, 0, 2])
 
     @staticmethod
     def time_major_states(inputs, directions, lengths):
         """The states [time, batch, units] of each of ``directions`` (``(kernel, recurrent
         kernel, bias)``) over the batch-major ``inputs``: the first forward, the second, if any,
-        backward within each row's length (int32 ``lengths``)."""
+        backward within each row's length (``lengths``)."""
+        lengths = tf.cast(lengths, tf.int32)
+
+        def backward_in_rows(per_direction):  # the second direction's, each row reversed
+            return [values if i == 0 else
+                    tf.reverse_sequence(values, lengths, seq_axis=0, batch_axis=1)
+                    for i, values in enumerate(per_direction)]
+
         if recurrent_kernels.uses_cudnn(inputs.dtype):
-            sources = [tf.transpose(inputs, [1, 0, 2])]
-            if len(directions) > 1:
-                sources.append(tf.reverse_sequence(sources[0], lengths, seq_axis=0, batch_axis=1))
+            time_major = tf.transpose(inputs, [1, 0, 2])
+            sources = backward_in_rows([time_major] * len(directions))
             states = [recurrent_kernels.cudnn_gru(source, *direction)
                       for source, direction in zip(sources, directions)]
         else:
             weights = [[tf.cast(tf.convert_to_tensor(w), inputs.dtype) for w in direction]
                        for direction in directions]
-            projected = projections(inputs, weights)
-            if len(projected) > 1:
-                projected[1] = tf.reverse_sequence(projected[1], lengths, seq_axis=0,
-                                                   batch_axis=1)
-            states = [gru_recursion(source, recurrent, bias[1])
-                      for source, (_, recurrent, bias) in zip(projected, weights)]
-        if len(states) > 1:
-            states[1] = tf.reverse_sequence(states[1], lengths, seq_axis=0, batch_axis=1)
-        return states
+            states = [gru_recursion(source, recurrent, bias[1]) for source, (_, recurrent, bias)
+                      in zip(backward_in_rows(projections(inputs, weights)), weights)]
+        return backward_in_rows(states)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[:2]) + (2 * self.units,)

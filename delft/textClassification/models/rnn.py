@@ -96,7 +96,6 @@ class ForwardGRU(OneDirection, BiGRU):
         self.directions = [(kernel, recurrent, bias)]
 
     def call(self, inputs, lengths, training=False):
-        lengths = tf.cast(lengths, tf.int32)
         return self._outputs(self.time_major_states(inputs, self.directions, lengths)[0], lengths)
 
 
