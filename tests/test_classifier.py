@@ -225,6 +225,93 @@ def test_sharded_prediction_keeps_the_order_and_the_values():
     assert result["difference"] <= 1e-5 and result["texts_in_order"]
 
 
+# -- bert: rows padded per batch ----------------------------------------------------------------
+def varied_texts(count):
+    """The test texts cut to 3 to 9 of their words: rows of many widths."""
+    texts, labels = data()
+    return ([" ".join(texts[i % len(texts)].split()[:3 + i % 7]) for i in range(count)],
+            [labels[i % len(labels)] for i in range(count)])
+
+
+BERT_MAXLEN = 64  # the tiny checkpoint's positions
+
+
+def untrained_bert(tmp_path, **settings):
+    import keras
+
+    from delft.textClassification import Classifier
+    from tiny_transformers import write_tiny_checkpoint
+
+    model = Classifier("copyright_bert", architecture="bert", list_classes=CLASSES,
+                       maxlen=BERT_MAXLEN, early_stop=False, seed=2, learning_rate=1e-3,
+                       transformer_name=write_tiny_checkpoint("bert", str(tmp_path / "tiny")),
+                       **settings)
+    texts, _ = varied_texts(48)
+    keras.utils.set_random_seed(model.training_config.seed)
+    model._new_preprocessor(texts)
+    model.model = model._build(model._use_strategy(False), model.p, model._transformer_dir)
+    for layer in model.model._flatten_layers(include_self=False, recursive=True):
+        if isinstance(layer, keras.layers.Dropout):
+            layer.rate = 0.0  # the checkpoint's rates: the steps compared must be deterministic
+    model.models = [model.model]
+    return model
+
+
+def test_bert_rows_are_padded_to_their_batch_and_probabilities_do_not_change(tmp_path):
+    from delft.textClassification import Classifier
+
+    model = untrained_bert(tmp_path, batch_size=16)
+    texts, _ = varied_texts(48)
+    corpus = model.p.encode(texts)
+    np.testing.assert_array_equal(corpus.row_length, corpus.data["padding_mask"].sum(axis=1))
+    assert corpus.row_length.min() < corpus.row_length.max() < BERT_MAXLEN
+    batch = model.p.padded_batch(corpus, np.array([0, 5]))
+    assert batch["token_ids"].shape == (2, corpus.row_length[[0, 5]].max())
+    # every row maxlen wide, as before: the probabilities of padded-per-batch rows are those
+    full = {key: corpus.data[key] for key in ("token_ids", "padding_mask", "segment_ids")}
+    expected = model.model(full).numpy()
+    assert corpus.data["token_ids"].shape == (48, BERT_MAXLEN)
+    for batch_size in (16, 1):
+        probabilities = model.predict(texts, "array", batch_size=batch_size)
+        np.testing.assert_allclose(probabilities, expected, atol=1e-6)
+    # and a saved bert classifier, loaded, gives them (its folder holds the tokenizer and config)
+    model.save(str(tmp_path / "models"))
+    loaded = Classifier("copyright_bert")
+    loaded.load(dir_path=str(tmp_path / "models"))
+    np.testing.assert_allclose(loaded.predict(texts, "array"), expected, atol=1e-6)
+
+
+def test_bert_training_in_length_groups_steps_as_on_maxlen_rows(tmp_path):
+    """Two steps on one batch of 48 texts (bert's learning rate warms up from 0: its first step
+    moves nothing), its rows padded per length group and padded to maxlen, against the floor:
+    maxlen rows in reverse order, the same steps in another float32 summation order."""
+    from delft.textClassification.trainer import ClassifierTrainer
+
+    texts, labels = varied_texts(48)
+    one_hot = np.eye(3, dtype=np.float32)[[CLASSES.index(label) for label in labels]]
+    updates = {}
+    for run, order in (("per group", slice(None)), ("maxlen", slice(None)),
+                       ("maxlen reversed", slice(None, None, -1))):
+        model = untrained_bert(tmp_path, max_epoch=2, batch_size=48)
+        trainer = ClassifierTrainer(model.model, model.p, model.training_config,
+                                    model._use_strategy(False), 48, "bert", True)
+        assert trainer.feeder.groups == 2
+        corpus = model.p.encode(texts[order])
+        if run != "per group":  # what every batch was before: maxlen wide
+            corpus.row_length[:] = BERT_MAXLEN
+        start = model.model.get_weights()
+        trainer.train(corpus, model.p.label_rows(one_hot[order]))
+        updates[run] = np.concatenate([(w - s).ravel()
+                                       for w, s in zip(model.model.get_weights(), start)])
+    full = updates["maxlen"]
+    assert np.abs(full).max() > 1e-3
+
+    def difference(run):
+        return float(np.linalg.norm(updates[run] - full) / np.linalg.norm(full))
+
+    assert_within_reordering_floor(difference("per group"), difference("maxlen reversed"))
+
+
 # -- GROBID's shipped classifier ---------------------------------------------------------------
 
 def assert_delft046_probabilities(result, expected, classes):

@@ -1,9 +1,12 @@
 """Texts to a classifier's inputs, as DeLFT makes them.
 
 A text is cleaned and tokenised as DeLFT does (:mod:`delft.textClassification.cleaning`); its last
-``maxlen`` tokens are kept and post-padded to ``maxlen``. Every row is ``maxlen`` wide: DeLFT's
-models read the padding (no mask), so a text is classified the same way in any batch. The tokens
-become, by the model's inputs:
+``maxlen`` tokens are kept and post-padded to ``maxlen``. Every row of word inputs is ``maxlen``
+wide: DeLFT's models read the padding (no mask), so a text is classified the same way in any
+batch. Transformer rows are padded per batch, to the batch's longest text only: the attention mask
+hides the padding, so a text's probabilities do not depend on it (within float32 rounding), and a
+batch of short texts costs what they hold (citation sentences: 56 subtokens on average, maxlen
+150). The tokens become, by the model's inputs:
 
 - ``word_ids``: ids in a vocabulary learned from the training texts (DeLFT 1.2.0 without
   pre-trained vectors): ``<PAD>`` 0, ``<UNK>`` 1, then every token of the training texts by
@@ -11,7 +14,7 @@ become, by the model's inputs:
 - ``word_vectors``: pre-trained vectors (``embeddings``, set by the ``Classifier``), looked up
   once per distinct token of a corpus; unknown tokens and padding are zero vectors;
 - ``transformer``: the raw text (no cleaning, as DeLFT 1.2.0) through the checkpoint's tokenizer,
-  its first ``maxlen`` subtokens with the special ones.
+  its first ``maxlen`` subtokens with the special ones; a row's length is their count.
 
 >>> p = TextPreprocessor(maxlen=4, list_classes=["a", "b"])
 >>> p.fit(["the cat", "the dog"]).vocabulary
@@ -35,8 +38,8 @@ INPUTS = ("word_ids", "word_vectors", "transformer")
 
 @dataclass
 class TextCorpus:
-    """Encoded texts, one row each, every row ``maxlen`` wide; ``data`` holds the matrices the
-    batches are cut from."""
+    """Encoded texts, one row each: ``data`` holds the matrices the batches are cut from (each
+    ``maxlen`` wide), ``row_length`` how much of a row a batch must keep."""
 
     row_length: np.ndarray
     data: dict
@@ -83,14 +86,15 @@ class TextPreprocessor:
 
     # -- texts to rows ------------------------------------------------------------------------
     def encode(self, texts) -> TextCorpus:
-        """The rows of ``texts`` (a list of str), ``maxlen`` wide."""
+        """The rows of ``texts`` (a list of str): word rows ``maxlen`` long, transformer rows as
+        long as their subtokens."""
         texts = list(texts)
         if self.inputs == "transformer":
             data = self._subtokens(texts)
-        else:
-            tokens = [text_tokens(text)[-self.maxlen:] for text in texts]
-            data = self._word_ids_of(tokens) if self.inputs == "word_ids" else \
-                self._vectors_of(tokens)
+            return TextCorpus(data["padding_mask"].sum(axis=1, dtype=np.int64), data)
+        tokens = [text_tokens(text)[-self.maxlen:] for text in texts]
+        data = self._word_ids_of(tokens) if self.inputs == "word_ids" else \
+            self._vectors_of(tokens)
         return TextCorpus(np.full(len(texts), self.maxlen, dtype=np.int64), data)
 
     def _word_ids_of(self, tokens):
@@ -137,7 +141,7 @@ class TextPreprocessor:
     def batch_signature(self, with_labels):
         import tensorflow as tf
 
-        width = self.maxlen
+        width = None if self.inputs == "transformer" else self.maxlen
         if self.inputs == "word_ids":
             signature = {"word_ids": tf.TensorSpec([None, width], tf.int32)}
         elif self.inputs == "word_vectors":
@@ -152,15 +156,17 @@ class TextPreprocessor:
         return signature
 
     def padded_batch(self, corpus, rows, label_ids=None, width=None):
-        """The batch of ``rows`` (every row is already ``maxlen`` wide: ``width`` is that);
-        ``label_ids``: :meth:`label_rows` of the corpus."""
+        """The batch of ``rows``: transformer rows ``width`` wide (default: their longest), word
+        rows ``maxlen`` wide; ``label_ids``: :meth:`label_rows` of the corpus."""
         data = corpus.data
         if self.inputs == "word_vectors":
             batch = {"word_vectors": data["vector_table"][data["token_rows"][rows]]}
+        elif self.inputs == "word_ids":
+            batch = {"word_ids": data["word_ids"][rows]}
         else:
-            keys = ("word_ids",) if self.inputs == "word_ids" else \
-                ("token_ids", "padding_mask", "segment_ids")
-            batch = {key: data[key][rows] for key in keys}
+            width = int(corpus.row_length[rows].max()) if width is None else width
+            batch = {key: data[key][rows, :width]
+                     for key in ("token_ids", "padding_mask", "segment_ids")}
         if label_ids is not None:
             batch["labels"] = label_ids["labels"][rows]
             batch["example_weights"] = label_ids["example_weights"][rows]

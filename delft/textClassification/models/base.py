@@ -6,13 +6,14 @@ A :class:`TextClassifier` reads one of three inputs (``inputs``):
   :class:`PaddedEmbedding` (DeLFT 1.2.0's learned embeddings: id 0 ``<PAD>``, 1 ``<UNK>``);
 - ``"word_vectors"``: float32 ``word_vectors`` [batch, maxlen, width], pre-trained vectors looked
   up outside the model (DeLFT 0.4.6's input, zero vectors for padding and unknown words);
-- ``"transformer"``: ``token_ids``, ``padding_mask`` and ``segment_ids`` [batch, maxlen].
+- ``"transformer"``: ``token_ids``, ``padding_mask`` and ``segment_ids`` [batch, width], ``width``
+  the batch's longest text (at most ``maxlen``), the padding masked.
 
 Its ``encoder`` (a layer of :mod:`.rnn`, :mod:`.cnn` or :mod:`.bert`) turns them into one vector
 per text; a dense output layer gives the probabilities, sigmoid per class (DeLFT's RNNs and
-CNNs, even for exclusive classes) or softmax (bert). Every row is ``maxlen`` long, post-padded,
-and nothing is masked: DeLFT's RNNs run over the padding and its pools cover it, and its shipped
-models' predictions depend on that.
+CNNs, even for exclusive classes) or softmax (bert). Every row of words is ``maxlen`` long,
+post-padded, and nothing is masked: DeLFT's RNNs run over the padding and its pools cover it, and
+its shipped models' predictions depend on that.
 """
 import keras
 import tensorflow as tf
