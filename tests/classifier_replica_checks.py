@@ -12,14 +12,13 @@ import tempfile
 
 assert os.environ.get("DELFT_CPU_REPLICAS") == "2", "run with DELFT_CPU_REPLICAS=2"
 
-import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 import delft  # noqa: E402,F401  (configures the logical devices before TF starts)
 from delft.textClassification import Classifier  # noqa: E402
 from delft.textClassification.trainer import ClassifierTrainer  # noqa: E402
 from delft.utilities import devices  # noqa: E402
-from classifier_data import CLASSES, data  # noqa: E402
+from classifier_data import CLASSES, built_without_dropout, data  # noqa: E402
 from multi_replica_checks import relative_difference, variable_type  # noqa: E402
 from tiny_transformers import write_tiny_checkpoint  # noqa: E402
 
@@ -41,20 +40,11 @@ def step_settings(architecture):
 
 
 def classifier(texts, strategy, architecture):
-    """An untrained model, its initial weights seeded as ``Classifier.train`` seeds them (the
-    check builds outside ``train``: unseeded, each run drew other weights)."""
+    """An untrained model, seeded, without dropout (:func:`built_without_dropout`)."""
     model = Classifier("copyright_" + architecture, architecture=architecture,
                        list_classes=CLASSES, dropout=0.0, maxlen=MAXLEN.get(architecture, 24),
                        batch_size=64, early_stop=False, seed=3, **step_settings(architecture))
-    keras.utils.set_random_seed(model.training_config.seed)
-    model._new_preprocessor(texts)
-    model.model = model._build(strategy, model.p, model._transformer_dir)
-    for layer in model.model._flatten_layers(include_self=False, recursive=True):
-        if isinstance(layer, keras.layers.Dropout):
-            layer.rate = 0.0  # bert's head and encoder: their rates are the checkpoint's
-    model.models = [model.model]
-    model._strategy = strategy
-    return model
+    return built_without_dropout(model, texts, strategy)
 
 
 def one_step(architecture):

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import (GROBID_MODELS, GROBID_MODELS_REFERENCE, REPO_ROOT,
                       assert_within_reordering_floor, delft_stderr_lines, load_module, run_python)
-from classifier_data import CLASSES, data
+from classifier_data import CLASSES, built_without_dropout, data
 from delft.utilities.errors import ModelLoadError
 
 CHECKS = REPO_ROOT / "tests" / "classifier_replica_checks.py"
@@ -237,8 +237,6 @@ BERT_MAXLEN = 64  # the tiny checkpoint's positions
 
 
 def untrained_bert(tmp_path, **settings):
-    import keras
-
     from delft.textClassification import Classifier
     from tiny_transformers import write_tiny_checkpoint
 
@@ -246,15 +244,7 @@ def untrained_bert(tmp_path, **settings):
                        maxlen=BERT_MAXLEN, early_stop=False, seed=2, learning_rate=1e-3,
                        transformer_name=write_tiny_checkpoint("bert", str(tmp_path / "tiny")),
                        **settings)
-    texts, _ = varied_texts(48)
-    keras.utils.set_random_seed(model.training_config.seed)
-    model._new_preprocessor(texts)
-    model.model = model._build(model._use_strategy(False), model.p, model._transformer_dir)
-    for layer in model.model._flatten_layers(include_self=False, recursive=True):
-        if isinstance(layer, keras.layers.Dropout):
-            layer.rate = 0.0  # the checkpoint's rates: the steps compared must be deterministic
-    model.models = [model.model]
-    return model
+    return built_without_dropout(model, varied_texts(48)[0], model._use_strategy(False))
 
 
 def test_bert_rows_are_padded_to_their_batch_and_probabilities_do_not_change(tmp_path):
