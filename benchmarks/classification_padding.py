@@ -18,6 +18,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from delft12_classification import DEFAULT_CACHE, DEFAULT_DATA, make_split  # noqa: E402
@@ -78,8 +79,6 @@ def run(split_path, transformer, texts, rows, probabilities_path):
 
 
 def main():
-    import tempfile
-
     import numpy as np
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])

@@ -27,6 +27,7 @@ from delft.sequenceLabelling.token_arrays import (TokenArrays, char_table, featu
 from delft.sequenceLabelling.vocabularies import (  # noqa: F401 - imported from here too
     PAD_INDEX, UNKNOWN_INDEX, LabelVocabulary, feature_map, id_map, positive_count)
 from delft.sequenceLabelling.windows import rows_from_windows
+from delft.training.batching import batch_width
 
 logger = logging.getLogger(__name__)
 
@@ -299,11 +300,6 @@ class Preprocessor:
 
     def load_resources(self, model_dir: str):
         """Read what :meth:`save_resources` wrote (nothing by default)."""
-
-
-def batch_width(corpus, rows):
-    """The longest row of ``rows``, in words."""
-    return int(corpus.row_length[rows].max()) if len(rows) else 0
 
 
 def _has_feature_columns(features):

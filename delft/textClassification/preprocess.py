@@ -29,6 +29,7 @@ import numpy as np
 
 # clean_text at DeLFT's import path (delft.textClassification.preprocess)
 from delft.textClassification.cleaning import clean_text, text_tokens  # noqa: F401
+from delft.training.batching import batch_width
 from delft.utilities.errors import ModelLoadError
 
 PAD, UNKNOWN = "<PAD>", "<UNK>"
@@ -164,7 +165,7 @@ class TextPreprocessor:
         elif self.inputs == "word_ids":
             batch = {"word_ids": data["word_ids"][rows]}
         else:
-            width = int(corpus.row_length[rows].max()) if width is None else width
+            width = batch_width(corpus, rows) if width is None else width
             batch = {key: data[key][rows, :width]
                      for key in ("token_ids", "padding_mask", "segment_ids")}
         if label_ids is not None:

@@ -69,6 +69,16 @@ def length_bucketed_batches(lengths, batch_size, rng=None, pool_batches=POOL_BAT
     return [batches[i] for i in rng.permutation(len(batches))]
 
 
+def batch_width(corpus, rows):
+    """The longest row of ``rows`` (``corpus.row_length``): the width they are padded to.
+
+    >>> from types import SimpleNamespace
+    >>> batch_width(SimpleNamespace(row_length=np.array([3, 7, 5])), np.array([0, 2]))
+    5
+    """
+    return int(corpus.row_length[rows].max()) if len(rows) else 0
+
+
 def batches_per_epoch(num_rows, batch_size, pool_batches=POOL_BATCHES):
     """How many batches :func:`length_bucketed_batches` makes of ``num_rows`` rows (with rng).
 
@@ -223,7 +233,7 @@ class ReplicaFeeder:
         a copy of one row that weighs 0."""
         empty = start == end
         part_rows = rows[:1] if empty else rows[start:end]
-        width = int(corpus.row_length[part_rows].max()) if width is None else width
+        width = batch_width(corpus, part_rows) if width is None else width
         batch = self.preprocessor.padded_batch(corpus, part_rows, label_ids, width)
         batch["index"] = (np.full(1, -1) if empty else part_rows).astype(np.int32)
         if label_ids is not None:

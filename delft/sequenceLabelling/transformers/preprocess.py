@@ -9,13 +9,14 @@ import logging
 import numpy as np
 
 from delft.sequenceLabelling.feature_columns import DEFAULT_FEATURES_VOCABULARY_SIZE
-from delft.sequenceLabelling.preprocess import EncodedCorpus, Preprocessor, batch_width
+from delft.sequenceLabelling.preprocess import EncodedCorpus, Preprocessor
 from delft.sequenceLabelling.transformers.checkpoint import (
     ENCODER_LIMIT, check_checkpoint, checked_encoder_config, encoder_positions,
     load_tokenizer, model_resources_dir, read_encoder_config, resolve_transformer,
     write_model_resources)
 from delft.sequenceLabelling.token_arrays import intern_tokens, sequence_lengths
 from delft.sequenceLabelling.windows import subtoken_windows, window_table
+from delft.training.batching import batch_width
 from delft.utilities.errors import ConfigurationError, ModelLoadError
 
 logger = logging.getLogger(__name__)
