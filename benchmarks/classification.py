@@ -70,6 +70,7 @@ json.dump({"f1_macro": scores["macro"]["f1"],
                                                                  "support")} for c in classes},
            "epochs": len(model.history), "train_s": train_s, "predict_s": predict_s,
            "architecture_run": model.model_config.architecture,
+           "transformer_schedule": model.training_config.transformer_schedule,
            "vocab_size": model.model_config.vocab_size,
            "parameters": int(sum(np.prod(w.shape) for w in model.model.get_weights()))},
           open(sys.argv[3], "w"))
@@ -185,6 +186,8 @@ def main():
                 vocab_size=result["vocab_size"], parameters=result["parameters"],
                 cpus=os.cpu_count(), machine=platform.machine(),
                 date=datetime.date.today().isoformat())
+            if args.architecture == "bert":
+                record["transformer_schedule"] = result["transformer_schedule"]
             append_result(args.results, record)
 
 

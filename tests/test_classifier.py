@@ -95,6 +95,27 @@ def test_rmsprop_steps_as_delft_12s_pytorch_rmsprop(gradient):
     assert weight.numpy()[0] == pytest.approx(expected, rel=0.25 if gradient < 1e-5 else 1e-2)
 
 
+@pytest.mark.parametrize("schedule", ["constant", "linear"])
+def test_bert_fine_tunes_at_a_constant_rate_unless_told_otherwise(schedule):
+    """bert trains at DeLFT 1.2.0's constant 2e-5 by default (the classifier's
+    ``transformer_schedule``); ``linear`` is the sequence labeller's warm-up then decay."""
+    import keras
+    from delft.textClassification.config import TrainingConfig
+    from delft.textClassification.trainer import ClassifierTrainer
+
+    trainer = ClassifierTrainer.__new__(ClassifierTrainer)
+    trainer.architecture_name, trainer.uses_transformer = "bert", True
+    config = TrainingConfig() if schedule == "constant" else \
+        TrainingConfig(transformer_schedule="linear")
+    trainer.config, trainer.loss_scaling = config, False
+    optimizer = trainer.make_optimizer(total_steps=100)
+    assert isinstance(optimizer, keras.optimizers.AdamW)
+    rate = optimizer._learning_rate
+    rates = [float(rate(step)) if callable(rate) else float(rate) for step in (0, 10, 55, 100)]
+    expected = [2e-5] * 4 if schedule == "constant" else [0.0, 2e-5, 1e-5, 0.0]
+    np.testing.assert_allclose(rates, expected, atol=1e-12)
+
+
 def test_predict_json_is_delft_046s_document(model):
     texts = ["Elsevier press rights", "the authors themselves"]
     document = model.predict(texts, "json", use_main_thread_only=True)
@@ -272,9 +293,9 @@ def test_bert_rows_are_padded_to_their_batch_and_probabilities_do_not_change(tmp
 
 
 def test_bert_training_in_length_groups_steps_as_on_maxlen_rows(tmp_path):
-    """Two steps on one batch of 48 texts (bert's learning rate warms up from 0: its first step
-    moves nothing), its rows padded per length group and padded to maxlen, against the floor:
-    maxlen rows in reverse order, the same steps in another float32 summation order."""
+    """Two steps on one batch of 48 texts, its rows padded per length group and padded to
+    maxlen, against the floor: maxlen rows in reverse order, the same steps in another float32
+    summation order."""
     from delft.textClassification.trainer import ClassifierTrainer
 
     texts, labels = varied_texts(48)

@@ -336,6 +336,9 @@ def test_transformer_optimizer_is_adamw_with_warmup_then_linear_decay():
         optimizer._learning_rate
     rates = [float(schedule(step)) for step in (0, 5, 10, 55, 100)]
     np.testing.assert_allclose(rates, [0.0, 1e-5, 2e-5, 1e-5, 0.0], atol=1e-12)
+    constant = make_optimizer(TrainingConfig(transformer_schedule="constant"), total_steps=100,
+                              uses_transformer=True)
+    assert float(constant.learning_rate) == pytest.approx(2e-5)
     rnn = make_optimizer(TrainingConfig(), total_steps=100, uses_transformer=False)
     assert type(rnn) is keras.optimizers.Adam
     assert float(rnn.learning_rate) == pytest.approx(1e-3)

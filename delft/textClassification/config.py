@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import List, Optional
 
 from delft.utilities.errors import ConfigurationError
-from delft.utilities.settings import (SavedConfig, TrainingRunSettings, check_fields, option,
-                                      settings_of_each)
+from delft.utilities.settings import (TRANSFORMER_SCHEDULES, SavedConfig, TrainingRunSettings,
+                                      check_fields, option, settings_of_each)
 
 LR_SCHEDULES = ("none", "plateau", "exponential")
 # what DeLFT 1.2.0 learns for a word when no pre-trained vectors are given
@@ -62,6 +62,11 @@ class ModelConfig(SavedConfig):
 class TrainingConfig(TrainingRunSettings):
     """How a classifier is trained; not needed to classify, so not saved with the model."""
 
+    # DeLFT 1.2.0's classifiers fine-tune bert at a constant rate; warm-up then decay scored
+    # lower on each of GROBID's three classification tasks (doc/classification.md, "Choices")
+    transformer_schedule: str = option(
+        "constant", "bert's learning rate: constant (DeLFT 1.2.0), or linear warm-up "
+                    "(warmup_ratio) then linear decay to 0", choices=TRANSFORMER_SCHEDULES)
     lr_schedule: str = option("none", "reduce the learning rate on a validation plateau, every "
                                       "epoch, or never (DeLFT)", choices=LR_SCHEDULES)
     lr_decay: float = option(0.9, "factor of each learning-rate reduction", minimum=0.0,

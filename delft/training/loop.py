@@ -30,7 +30,8 @@ METRIC_LABELS = {"val_f1": "validation F1", "val_roc_auc": "validation ROC-AUC",
 
 
 def make_optimizer(training_config, total_steps, uses_transformer, loss_scaling=False):
-    """Adam for the RNN family; AdamW with 10% linear warm-up then linear decay for transformers.
+    """Adam for the RNN family; AdamW for transformers, at the ``transformer_schedule`` of
+    ``training_config``: 10% linear warm-up then linear decay, or a constant rate.
 
     ``loss_scaling`` (a model computing in float16) wraps it in Keras' dynamic
     ``LossScaleOptimizer``: small float16 gradients do not vanish, and a step whose scaled
@@ -38,9 +39,10 @@ def make_optimizer(training_config, total_steps, uses_transformer, loss_scaling=
     """
     learning_rate = training_config.resolved_learning_rate(uses_transformer)
     if uses_transformer:
-        optimizer = keras.optimizers.AdamW(
-            learning_rate=warmup_then_decay(learning_rate, total_steps, training_config),
-            weight_decay=training_config.weight_decay)
+        if training_config.transformer_schedule == "linear":
+            learning_rate = warmup_then_decay(learning_rate, total_steps, training_config)
+        optimizer = keras.optimizers.AdamW(learning_rate=learning_rate,
+                                           weight_decay=training_config.weight_decay)
     else:
         optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
     return with_loss_scaling(optimizer, loss_scaling)

@@ -18,6 +18,8 @@ SEED_LIMIT = 2 ** 32 - 1  # the seeds numpy, scikit-learn and Keras all take
 # a save of BERT_CRF MiniLM's 22M parameters and their Adam moments takes ~0.3 s, a quarter of
 # its 1.3 s epoch on date (doc/distributed.md): runs of minutes save a few times, not every epoch
 CHECKPOINT_INTERVAL = 60.0
+# a transformer's learning rate as it is fine-tuned: warm-up then linear decay to 0, or constant
+TRANSFORMER_SCHEDULES = ("linear", "constant")
 
 
 def option(default, help, flag=None, minimum=None, maximum=None, choices=None, cli=True,
@@ -238,6 +240,10 @@ class TrainingRunSettings:
     weight_decay: float = option(0.01, "AdamW weight decay (transformers)", minimum=0.0)
     warmup_ratio: float = option(0.1, "share of the steps of linear warm-up (transformers)",
                                  minimum=0.0, maximum=1.0)
+    transformer_schedule: str = option(
+        "linear", "a transformer's learning rate: linear warm-up (warmup_ratio) then linear "
+                  "decay to 0, or constant (DeLFT 1.2.0's classifiers)",
+        choices=TRANSFORMER_SCHEDULES)
     tensorboard: Optional[str] = option(
         None, "write TensorBoard scalars (each epoch) and the per-label validation scores (at "
               "the end) under this folder")
