@@ -323,7 +323,7 @@ def test_exact_gelu_values_and_gradient_match_autodiff_of_the_formula():
     np.testing.assert_allclose(tape.gradient(ours, x), tape.gradient(reference, x), atol=2e-6)
 
 
-def test_transformer_optimizer_is_adamw_with_warmup_then_linear_decay():
+def test_transformer_optimizer_is_adamw_with_warmup_then_linear_decay_or_a_constant_rate():
     import keras
 
     from delft.sequenceLabelling.config import TrainingConfig
