@@ -189,6 +189,13 @@ def assert_within_reordering_floor(difference, floor):
     assert difference <= max(1e-5, 2 * floor), (difference, floor)
 
 
+def learning_rates(optimizer, steps):
+    """The learning rate ``optimizer`` applies at each of ``steps``: its schedule's, or its
+    constant rate."""
+    rate = optimizer._learning_rate
+    return [float(rate(step)) if callable(rate) else float(rate) for step in steps]
+
+
 def loaded_sequence(name, dir_path, **kwargs):
     """``Sequence(name)`` loaded from ``dir_path`` (``load`` itself returns None, as DeLFT's)."""
     from delft.sequenceLabelling import Sequence

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from conftest import (GROBID_MODELS, GROBID_MODELS_REFERENCE, REPO_ROOT,
-                      assert_within_reordering_floor, delft_stderr_lines, load_module, run_python)
+                      assert_within_reordering_floor, delft_stderr_lines, learning_rates,
+                      load_module, run_python)
 from classifier_data import CLASSES, built_without_dropout, data
 from delft.utilities.errors import ModelLoadError
 
@@ -72,6 +73,16 @@ def test_early_stopping_keeps_the_epoch_of_lowest_validation_loss():
     assert alone.history[-1]["val_loss"] == pytest.approx(min(losses), abs=1e-6)
 
 
+def optimizer_of(architecture, training_config, total_steps=10):
+    """The optimizer a ``ClassifierTrainer`` makes for ``architecture`` (no model, no data)."""
+    from delft.textClassification.trainer import ClassifierTrainer
+
+    trainer = ClassifierTrainer.__new__(ClassifierTrainer)
+    trainer.architecture_name, trainer.uses_transformer = architecture, architecture == "bert"
+    trainer.config, trainer.loss_scaling = training_config, False
+    return trainer.make_optimizer(total_steps)
+
+
 @pytest.mark.parametrize("gradient", [1e-6, 1e-4, 1e-2, 1.0])
 def test_rmsprop_steps_as_delft_12s_pytorch_rmsprop(gradient):
     """The GRU architectures' RMSprop moves a weight as PyTorch's (DeLFT 1.2.0's: rho 0.9,
@@ -80,12 +91,8 @@ def test_rmsprop_steps_as_delft_12s_pytorch_rmsprop(gradient):
     a step on gradients of 1e-5 ~100x shorter, of 1e-6 ~1,800x."""
     import tensorflow as tf
     from delft.textClassification.config import TrainingConfig
-    from delft.textClassification.trainer import ClassifierTrainer
 
-    trainer = ClassifierTrainer.__new__(ClassifierTrainer)
-    trainer.architecture_name, trainer.uses_transformer = "gru", False
-    trainer.config, trainer.loss_scaling = TrainingConfig(learning_rate=0.001), False
-    optimizer = trainer.make_optimizer(total_steps=10)
+    optimizer = optimizer_of("gru", TrainingConfig(learning_rate=0.001))
     weight = tf.Variable([0.0])
     velocity, expected = 0.0, 0.0
     for _ in range(3):
@@ -101,19 +108,13 @@ def test_bert_fine_tunes_at_a_constant_rate_unless_told_otherwise(schedule):
     ``transformer_schedule``); ``linear`` is the sequence labeller's warm-up then decay."""
     import keras
     from delft.textClassification.config import TrainingConfig
-    from delft.textClassification.trainer import ClassifierTrainer
 
-    trainer = ClassifierTrainer.__new__(ClassifierTrainer)
-    trainer.architecture_name, trainer.uses_transformer = "bert", True
     config = TrainingConfig() if schedule == "constant" else \
         TrainingConfig(transformer_schedule="linear")
-    trainer.config, trainer.loss_scaling = config, False
-    optimizer = trainer.make_optimizer(total_steps=100)
+    optimizer = optimizer_of("bert", config, total_steps=100)
     assert isinstance(optimizer, keras.optimizers.AdamW)
-    rate = optimizer._learning_rate
-    rates = [float(rate(step)) if callable(rate) else float(rate) for step in (0, 10, 55, 100)]
     expected = [2e-5] * 4 if schedule == "constant" else [0.0, 2e-5, 1e-5, 0.0]
-    np.testing.assert_allclose(rates, expected, atol=1e-12)
+    np.testing.assert_allclose(learning_rates(optimizer, (0, 10, 55, 100)), expected, atol=1e-12)
 
 
 def test_predict_json_is_delft_046s_document(model):

@@ -19,7 +19,7 @@ sys.path.insert(0, HERE)
 
 import delft  # noqa: E402,F401  (configures devices before TensorFlow starts)
 from tiny_transformers import MINILM_SENTENCES, MODEL_TYPES, write_tiny_checkpoint  # noqa: E402
-from conftest import loaded_sequence  # noqa: E402
+from conftest import learning_rates, loaded_sequence  # noqa: E402
 
 from delft.sequenceLabelling import Sequence  # noqa: E402
 from delft.sequenceLabelling.config import ModelConfig  # noqa: E402
@@ -332,10 +332,8 @@ def test_transformer_optimizer_is_adamw_with_warmup_then_linear_decay_or_a_const
     optimizer = make_optimizer(TrainingConfig(), total_steps=100, uses_transformer=True)
     assert isinstance(optimizer, keras.optimizers.AdamW)
     assert optimizer.weight_decay == pytest.approx(0.01)
-    schedule = optimizer.learning_rate if callable(optimizer.learning_rate) else \
-        optimizer._learning_rate
-    rates = [float(schedule(step)) for step in (0, 5, 10, 55, 100)]
-    np.testing.assert_allclose(rates, [0.0, 1e-5, 2e-5, 1e-5, 0.0], atol=1e-12)
+    np.testing.assert_allclose(learning_rates(optimizer, (0, 5, 10, 55, 100)),
+                               [0.0, 1e-5, 2e-5, 1e-5, 0.0], atol=1e-12)
     constant = make_optimizer(TrainingConfig(transformer_schedule="constant"), total_steps=100,
                               uses_transformer=True)
     assert float(constant.learning_rate) == pytest.approx(2e-5)
