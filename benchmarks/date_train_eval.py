@@ -1,6 +1,7 @@
 """`grobidTagger.py date train_eval` on the real date data, seeds 1-3, ours and DeLFT 1.2.0's.
 
     python benchmarks/date_train_eval.py [--seeds 1,2,3] [--multi-gpu] [--ours-only] [-- options]
+    python benchmarks/date_train_eval.py --model name-citation   # another GROBID model's data
     DELFT12_PYTHON=/path/to/delft12/bin/python python benchmarks/date_train_eval.py
     python benchmarks/date_train_eval.py --architecture BERT_CRF --transformer all-MiniLM-L6-v2 \
         --max-epoch 10       # the transformer recipe, both toolkits on the same local checkpoint
@@ -27,10 +28,14 @@ EPOCH = re.compile(r"^epoch\s+\d+/\d+ .* ([\d.]+)s$")
 sys.path.insert(0, peers.REPO)
 
 
-def data_file():
+def data_file(model):
+    """The one training file of ``model`` among the shared GROBID data."""
     from delft.utilities.data_path import shared_data_file
 
-    return str(shared_data_file("sequenceLabelling", "grobid", "date", "date-220311.train"))
+    files = sorted(shared_data_file("sequenceLabelling", "grobid", model).glob("*.train"))
+    if len(files) != 1:
+        raise SystemExit(f"no single .train file for {model} in the shared data: {files}")
+    return str(files[0])
 
 
 def shared_options(args):
@@ -45,9 +50,9 @@ def shared_options(args):
     return options
 
 
-def run_ours(seed, multi_gpu, extra):
+def run_ours(model, seed, multi_gpu, extra):
     with tempfile.TemporaryDirectory() as output:
-        args = ["date", "train_eval", "--input", data_file(), "--output", output,
+        args = [model, "train_eval", "--input", data_file(model), "--output", output,
                 "--seed", str(seed)] + (["--multi-gpu"] if multi_gpu else []) + extra
         result = peers.ours("grobidTagger", args, output, replicas=2 if multi_gpu else None)
     if result.code != 0:
@@ -58,10 +63,10 @@ def run_ours(seed, multi_gpu, extra):
             "rss": result.peak_rss_gb}
 
 
-def run_delft12(seed, options):
+def run_delft12(model, seed, options):
     with tempfile.TemporaryDirectory() as output:
         result = peers.delft12("grobidTagger", [
-            "date", "train_eval", "--input", data_file(), "--output", output,
+            model, "train_eval", "--input", data_file(model), "--output", output,
             "--seed", str(seed)] + options, output)
     if result.code != 0:
         raise SystemExit(f"DeLFT 1.2.0, seed {seed} failed:\n{result.err[-3000:]}")
@@ -70,6 +75,7 @@ def run_delft12(seed, options):
 
 def main():
     parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default="date", help="a GROBID model of the shared data")
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument("--multi-gpu", action="store_true")
     parser.add_argument("--ours-only", action="store_true")
@@ -82,13 +88,13 @@ def main():
     with_peer = peers.delft12_available() and not args.ours_only
     ours, theirs = [], []
     for seed in map(int, args.seeds.split(",")):
-        result = run_ours(seed, args.multi_gpu, extra)
+        result = run_ours(args.model, seed, args.multi_gpu, extra)
         ours.append(result)
         print(f"seed {seed} ours:  eval micro F1 {result['f1']:.2f}  epochs {result['epochs']}  "
               f"first epoch {result['first']:.2f} s  steady epoch {result['steady']:.3f} s  "
               f"wall {result['wall']:.1f} s  peak RSS {result['rss']:.2f} GB", flush=True)
         if with_peer:
-            result = run_delft12(seed, options)
+            result = run_delft12(args.model, seed, options)
             theirs.append(result)
             print(f"seed {seed} DeLFT 1.2.0: eval micro F1 {result['f1']:.2f}  "
                   f"wall {result['wall']:.1f} s  peak RSS {result['rss']:.2f} GB", flush=True)
