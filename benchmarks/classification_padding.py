@@ -29,7 +29,7 @@ RUN = r'''
 import json, resource, sys, time
 import numpy as np
 from delft.utilities import devices
-devices.configure_cpu_ops(True)  # citationClassifier's, for bert
+devices.configure_cpu_ops(True, True)  # citationClassifier's, for bert
 import keras
 from delft.textClassification import Classifier
 from delft.textClassification.trainer import ClassifierTrainer

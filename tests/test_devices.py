@@ -85,6 +85,10 @@ def test_more_replicas_than_cores_is_a_warning(tmp_path, replicas, monkeypatch):
     assert f"DELFT_CPU_REPLICAS={replicas} is more than the 2 CPU cores" in completed.stderr
 
 
+# what the CLIs pass to configure_cpu_ops for each family of model: large_ops, onednn_kernels
+CPU_OPS = {"rnn": "0,0", "transformer": "1,0", "classifier": "1,1"}
+
+
 def test_rnn_commands_run_one_thread_per_op_transformers_keep_the_default(tmp_path):
     """configure_cpu_ops: one intra-op thread for the RNN family on a machine without GPU;
     TensorFlow's default (0) for transformers, under a TF_NUM_INTRAOP_THREADS of the user's, and
@@ -94,25 +98,26 @@ def test_rnn_commands_run_one_thread_per_op_transformers_keep_the_default(tmp_pa
         import sys
         import tensorflow as tf
         from delft.utilities import devices
-        devices.configure_cpu_ops(sys.argv[1] == "transformer")
+        devices.configure_cpu_ops(*(flag == "1" for flag in sys.argv[1].split(",")))
         before = tf.config.threading.get_intra_op_parallelism_threads()
         tf.constant(1.0) + 1.0  # TensorFlow starts
         # an RNN command's call now: in the transformer case it would change 0 to 1 if it could
-        devices.configure_cpu_ops(False)
+        devices.configure_cpu_ops(False, False)
         print(before, tf.config.threading.get_intra_op_parallelism_threads())
     """))
-    cases = [("rnn", {}, "1 1"), ("transformer", {}, "0 0"),
+    cases = [("rnn", {}, "1 1"), ("transformer", {}, "0 0"), ("classifier", {}, "0 0"),
              ("rnn", {"TF_NUM_INTRAOP_THREADS": "2"}, "0 0")]
     for family, env, expected in cases:
-        completed = run_python([script, family], cwd=tmp_path, timeout=120, **env)
+        completed = run_python([script, CPU_OPS[family]], cwd=tmp_path, timeout=120, **env)
         assert completed.returncode == 0, completed.stderr[-3000:]
         assert completed.stdout.strip() == expected, (family, env)
 
 
-def test_rnn_commands_run_eigen_kernels_transformers_keep_onednn(tmp_path):
-    """configure_cpu_ops before TensorFlow is imported: oneDNN off for the RNN family, on (TF's
-    default on x86) for transformers, for a TF_ENABLE_ONEDNN_OPTS of the user's, and when
-    TensorFlow was imported first (a library host: nothing changes)."""
+def test_sequence_labellers_run_eigen_kernels_classifiers_keep_onednn(tmp_path):
+    """configure_cpu_ops before TensorFlow is imported: oneDNN off for the sequence labeller's
+    RNNs and transformers, as TensorFlow has it (on by default on x86) for the classifiers, for a
+    TF_ENABLE_ONEDNN_OPTS of the user's, and when TensorFlow was imported first (a library host:
+    nothing changes)."""
     script = tmp_path / "kernels.py"
     script.write_text(textwrap.dedent("""
         import sys
@@ -120,7 +125,7 @@ def test_rnn_commands_run_eigen_kernels_transformers_keep_onednn(tmp_path):
             import tensorflow
         if sys.argv[1] != "none":
             from delft.utilities import devices
-            devices.configure_cpu_ops(sys.argv[1] == "transformer")
+            devices.configure_cpu_ops(*(flag == "1" for flag in sys.argv[1].split(",")))
         from tensorflow.python.util import _pywrap_util_port
         print(_pywrap_util_port.IsMklEnabled())
     """))
@@ -129,11 +134,13 @@ def test_rnn_commands_run_eigen_kernels_transformers_keep_onednn(tmp_path):
     alone = run_python([script, "none", "fresh"], cwd=tmp_path, timeout=120, **unset)
     assert alone.returncode == 0, alone.stderr[-3000:]
     default = alone.stdout.strip()
-    cases = [("rnn", "fresh", unset, "False"), ("transformer", "fresh", unset, default),
+    cases = [("rnn", "fresh", unset, "False"), ("transformer", "fresh", unset, "False"),
+             ("classifier", "fresh", unset, default),
              ("rnn", "fresh", {"TF_ENABLE_ONEDNN_OPTS": "1"}, "True"),
+             ("transformer", "fresh", {"TF_ENABLE_ONEDNN_OPTS": "1"}, "True"),
              ("rnn", "imported", unset, default)]
     for family, start, env, expected in cases:
-        completed = run_python([script, family, start], cwd=tmp_path, timeout=120, **env)
+        completed = run_python([script, CPU_OPS[family], start], cwd=tmp_path, timeout=120, **env)
         assert completed.returncode == 0, completed.stderr[-3000:]
         assert completed.stdout.strip() == expected, (family, start, env)
 
@@ -150,15 +157,16 @@ def test_commands_take_tensorflows_bfc_host_allocator(tmp_path):
         if sys.argv[2] == "imported":
             import tensorflow
         from delft.utilities import devices
-        devices.configure_cpu_ops(sys.argv[1] == "transformer")
+        devices.configure_cpu_ops(*(flag == "1" for flag in sys.argv[1].split(",")))
         print(os.environ.get("TF_CPU_ALLOCATOR_USE_BFC"))
     """))
     unset = {"TF_CPU_ALLOCATOR_USE_BFC": ""}
     cases = [("rnn", "fresh", unset, "true"), ("transformer", "fresh", unset, "true"),
+             ("classifier", "fresh", unset, "true"),
              ("rnn", "fresh", {"TF_CPU_ALLOCATOR_USE_BFC": "false"}, "false"),
              ("rnn", "imported", unset, "")]
     for family, start, env, expected in cases:
-        completed = run_python([script, family, start], cwd=tmp_path, timeout=120, **env)
+        completed = run_python([script, CPU_OPS[family], start], cwd=tmp_path, timeout=120, **env)
         assert completed.returncode == 0, completed.stderr[-3000:]
         assert completed.stdout.strip() == expected, (family, start, env)
 
@@ -171,3 +179,4 @@ def test_sequence_labellers_rnns_run_small_ops_transformers_and_classifiers_larg
                    ("BidLSTM_CRF", "BidLSTM_CRF_FEATURES", "BidGRU_CRF", "BidLSTM_ChainCRF"))
     assert SEQUENCE_LABELLING.large_ops("BERT_CRF")
     assert all(TEXT_CLASSIFICATION.large_ops(name) for name in ("gru", "lstm", "cnn", "bert"))
+    assert not SEQUENCE_LABELLING.onednn_kernels and TEXT_CLASSIFICATION.onednn_kernels

@@ -219,7 +219,8 @@ def _strategy(app, run, architecture_name):
     from delft.utilities import devices
 
     with common.keras_extras_hidden():  # TensorFlow starts here
-        devices.configure_cpu_ops(app.toolkit.large_ops(architecture_name))
+        devices.configure_cpu_ops(app.toolkit.large_ops(architecture_name),
+                                  app.toolkit.onednn_kernels)
     return devices.get_strategy(run.args.multi_gpu)
 
 

@@ -31,6 +31,9 @@ class Toolkit:
     def model(self, name, **settings):
         return getattr(self._module(), self.model_class)(name, **settings)
 
+    # whether its models run oneDNN's CPU kernels rather than Eigen's (devices.configure_cpu_ops)
+    onednn_kernels = False
+
     def large_ops(self, architecture_name):
         """Whether the model's ops are large (``devices.configure_cpu_ops``): a transformer's."""
         return self.architecture(architecture_name).uses_transformer
@@ -87,6 +90,9 @@ class TextClassification(Toolkit):
     default_models_dir = "data/models/textClassification/"
     tags = False
     saves_folds = True  # a folder holds the n fold models, averaged at prediction (as DeLFT)
+    # on batches of 256 texts oneDNN pays: a bert classifier's epochs are a fifth shorter than on
+    # Eigen's kernels (doc/usage.md, "Threads and kernels")
+    onednn_kernels = True
 
     @staticmethod
     def large_ops(architecture_name):

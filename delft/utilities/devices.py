@@ -81,19 +81,23 @@ def configure_logical_cpu_devices():
                            CPU_REPLICAS_ENV, replicas, existing)
 
 
-def configure_cpu_ops(large_ops):
+def configure_cpu_ops(large_ops, onednn_kernels):
     """TensorFlow's CPU ops for a command: threads per op and kernels, for its model's ops.
 
     A sequence labeller's RNN runs many small ops (a BiLSTM's steps, a 20-row batch). On
     TensorFlow's default, every core per op, the threads wait on each other; with one thread per
     op the independent ops (the two directions of each BiLSTM) run side by side, one per core:
-    faster train steps and tagging (doc/usage.md, "Threads and kernels"). Its kernels are
-    Eigen's, not oneDNN's (``TF_ENABLE_ONEDNN_OPTS=0``): oneDNN's layout conversions and
-    transposes cost more than they save on such small tensors (the same F1). ``large_ops``
-    (a transformer's matmuls, a text classifier's batches of 256 texts of 150-300 words) want
-    every core per op and oneDNN: they keep the defaults, as does a process that set
-    ``TF_NUM_INTRAOP_THREADS`` or ``TF_ENABLE_ONEDNN_OPTS`` itself; with a GPU the threads stay as
-    they are.
+    faster train steps and tagging (doc/usage.md, "Threads and kernels"). ``large_ops`` (a
+    transformer's matmuls, a text classifier's batches of 256 texts of 150-300 words) want every
+    core per op: they keep TensorFlow's threads, as does a process that set
+    ``TF_NUM_INTRAOP_THREADS`` itself; with a GPU the threads stay as they are.
+
+    Without ``onednn_kernels`` the kernels are Eigen's, not oneDNN's (``TF_ENABLE_ONEDNN_OPTS=0``):
+    on an RNN's small tensors oneDNN's layout conversions and transposes cost more than they
+    save, and a BERT_CRF trains as fast on Eigen's with 0.3 GB less memory (oneDNN's buffers
+    grow with each new batch shape); the same F1. A text classifier's batches are large enough
+    for oneDNN to pay (a bert classifier's epochs are a fifth shorter). A process that set
+    ``TF_ENABLE_ONEDNN_OPTS`` keeps its choice.
 
     Every family gets TensorFlow's BFC allocator for host memory (``TF_CPU_ALLOCATOR_USE_BFC``,
     unless the process set it): it keeps freed blocks for the next step instead of handing them
@@ -104,7 +108,7 @@ def configure_cpu_ops(large_ops):
     nothing once it has (a library host keeps its own settings).
     """
     if "tensorflow" not in sys.modules:
-        if not large_ops and not os.environ.get("TF_ENABLE_ONEDNN_OPTS", "").strip():
+        if not onednn_kernels and not os.environ.get("TF_ENABLE_ONEDNN_OPTS", "").strip():
             os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
         if not os.environ.get(CPU_ALLOCATOR_ENV, "").strip():
             os.environ[CPU_ALLOCATOR_ENV] = "true"

@@ -10,11 +10,11 @@ DeLFT 1.x's does, and a word takes its first subtoken's label.
 
 The head is trained from scratch while the encoder is only adapted: with the encoder at 2e-5, the
 dense layer learns ``head_lr_multiplier`` (50) times faster and the CRF transitions
-``crf_lr_multiplier`` (500) times (see ScaledDense); the F1 of this recipe on date is in
-doc/benchmarks.md, "BERT_CRF, all-MiniLM-L6-v2, date". The word-piece embedding table (half of
-MiniLM's weights) stays frozen by default (``freeze_word_embeddings``): fine-tuning it costs a
-dense gradient and two AdamW slots of its size each step, for the same F1 on date
-(benchmarks/results/history.md, "BERT_CRF").
+``crf_lr_multiplier`` (500) times (see ScaledDense); the F1 of this recipe on date and
+name-citation is in doc/benchmarks.md, "BERT_CRF, all-MiniLM-L6-v2: date and name-citation". The
+word-piece embedding table (half of MiniLM's weights) stays frozen by default
+(``freeze_word_embeddings``): fine-tuning it costs a dense gradient and two AdamW slots of its
+size each step, for the same F1 on date (benchmarks/results/history.md, "BERT_CRF").
 """
 import keras
 import tensorflow as tf
