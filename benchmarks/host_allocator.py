@@ -8,8 +8,8 @@ BFC allocator (``TF_CPU_ALLOCATOR_USE_BFC=true``, what every CLI sets), each wit
 threads and kernels (oneDNN, every core per op: the Python API's, and the classification apps')
 and with the small-ops settings a sequence labeller's RNN runs with in the CLIs
 (``devices.configure_cpu_ops(False, False)``: Eigen's kernels, one thread per op). Prints the
-median epoch time after the first, the process's peak RSS, and the most tensor memory live at once in
-the process (the BFC allocator's own count, so for BFC runs only).
+median epoch time after the first, the process's peak RSS, and the most tensor memory live at
+once in the process (the BFC allocator's own count, so for BFC runs only).
 
     python benchmarks/host_allocator.py [--task copyright] [--epochs 3] [--repeats 2]
 """

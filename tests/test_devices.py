@@ -171,12 +171,22 @@ def test_commands_take_tensorflows_bfc_host_allocator(tmp_path):
         assert completed.stdout.strip() == expected, (family, start, env)
 
 
-def test_sequence_labellers_rnns_run_small_ops_transformers_and_classifiers_large_ones():
-    """What the CLIs pass to configure_cpu_ops for each toolkit and architecture."""
-    from delft.applications.toolkits import SEQUENCE_LABELLING, TEXT_CLASSIFICATION
+def test_sequence_labellers_rnns_run_small_ops_transformers_and_classifiers_large_ones(
+        monkeypatch):
+    """What the CLIs' flow passes to configure_cpu_ops for each toolkit and architecture."""
+    from types import SimpleNamespace
 
-    assert not any(SEQUENCE_LABELLING.large_ops(name) for name in
-                   ("BidLSTM_CRF", "BidLSTM_CRF_FEATURES", "BidGRU_CRF", "BidLSTM_ChainCRF"))
-    assert SEQUENCE_LABELLING.large_ops("BERT_CRF")
-    assert all(TEXT_CLASSIFICATION.large_ops(name) for name in ("gru", "lstm", "cnn", "bert"))
-    assert not SEQUENCE_LABELLING.onednn_kernels and TEXT_CLASSIFICATION.onednn_kernels
+    from delft.applications import flow
+    from delft.applications.toolkits import SEQUENCE_LABELLING, TEXT_CLASSIFICATION
+    from delft.utilities import devices
+
+    calls = []
+    monkeypatch.setattr(devices, "configure_cpu_ops", lambda *args: calls.append(args))
+    run = SimpleNamespace(args=SimpleNamespace(multi_gpu=False))
+    cases = [(SEQUENCE_LABELLING, name, (False, False)) for name in
+             ("BidLSTM_CRF", "BidLSTM_CRF_FEATURES", "BidGRU_CRF", "BidLSTM_ChainCRF")]
+    cases += [(SEQUENCE_LABELLING, "BERT_CRF", (True, False))]
+    cases += [(TEXT_CLASSIFICATION, name, (True, True)) for name in ("gru", "lstm", "cnn", "bert")]
+    for toolkit, name, expected in cases:
+        flow._strategy(SimpleNamespace(toolkit=toolkit), run, name)
+        assert calls.pop() == expected, name

@@ -14,6 +14,8 @@ class Toolkit:
 
     package = ""
     model_class = ""
+    # whether its models run oneDNN's CPU kernels rather than Eigen's (devices.configure_cpu_ops)
+    onednn_kernels = False
 
     def _module(self, name=""):
         return importlib.import_module(f"{self.package}.{name}" if name else self.package)
@@ -30,9 +32,6 @@ class Toolkit:
 
     def model(self, name, **settings):
         return getattr(self._module(), self.model_class)(name, **settings)
-
-    # whether its models run oneDNN's CPU kernels rather than Eigen's (devices.configure_cpu_ops)
-    onednn_kernels = False
 
     def large_ops(self, architecture_name):
         """Whether the model's ops are large (``devices.configure_cpu_ops``): a transformer's."""
