@@ -42,9 +42,7 @@ split = json.load(open(sys.argv[1], encoding="utf-8"))
 settings = json.load(open(sys.argv[2]))
 if settings.pop("apps_settings"):  # as licenseClassifier and citationClassifier run
     from delft.applications.toolkits import TEXT_CLASSIFICATION
-    from delft.utilities import devices
-    devices.configure_cpu_ops(TEXT_CLASSIFICATION.large_ops(settings["architecture"]),
-                              TEXT_CLASSIFICATION.onednn_kernels)
+    TEXT_CLASSIFICATION.configure_cpu_ops(settings["architecture"])
 from delft.textClassification import Classifier
 from delft.textClassification.evaluation import class_scores
 classes = split["classes"]

@@ -28,8 +28,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUN = r'''
 import json, resource, sys, time
 import numpy as np
-from delft.utilities import devices
-devices.configure_cpu_ops(True, True)  # citationClassifier's, for bert
+from delft.applications.toolkits import TEXT_CLASSIFICATION
+TEXT_CLASSIFICATION.configure_cpu_ops("bert")  # as citationClassifier runs bert
 import keras
 from delft.textClassification import Classifier
 from delft.textClassification.trainer import ClassifierTrainer

@@ -219,8 +219,7 @@ def _strategy(app, run, architecture_name):
     from delft.utilities import devices
 
     with common.keras_extras_hidden():  # TensorFlow starts here
-        devices.configure_cpu_ops(app.toolkit.large_ops(architecture_name),
-                                  app.toolkit.onednn_kernels)
+        app.toolkit.configure_cpu_ops(architecture_name)
     return devices.get_strategy(run.args.multi_gpu)
 
 

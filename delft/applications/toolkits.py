@@ -37,6 +37,13 @@ class Toolkit:
         """Whether the model's ops are large (``devices.configure_cpu_ops``): a transformer's."""
         return self.architecture(architecture_name).uses_transformer
 
+    def configure_cpu_ops(self, architecture_name):
+        """TensorFlow's CPU threads and kernels for this toolkit's ``architecture_name``, as its
+        commands run it; before TensorFlow starts (``devices.configure_cpu_ops``)."""
+        from delft.utilities import devices
+
+        devices.configure_cpu_ops(self.large_ops(architecture_name), self.onednn_kernels)
+
 
 class SequenceLabelling(Toolkit):
     """The tagger (``Sequence``): data ``(tokens, labels, features)``."""
