@@ -5,9 +5,10 @@ JSON, and its ``defaults``), and the table against those runs.
     python benchmarks/classification.py --task copyright license citations --seed 1 2 3
     python benchmarks/classification.py --table     # ours against DeLFT 1.2.0, from the results
 
-``--apps-settings`` runs with TensorFlow's CPU settings as licenseClassifier and citationClassifier
-set them (``devices.configure_cpu_ops``: the BFC host allocator); without it, TensorFlow's defaults,
-which the Python API keeps.
+``--apps-settings`` starts TensorFlow as licenseClassifier and citationClassifier start it
+(``Toolkit.start_tensorflow``: their CPU threads and kernels, the BFC host allocator, Keras without
+its optional extras); without it, TensorFlow's defaults and Keras whole, as the Python API keeps
+them.
 
 Each run is a fresh process (its wall time includes starting Python and TensorFlow, as the
 reference's does): ``Classifier`` with the task's settings, no pre-trained embeddings (word
@@ -42,7 +43,7 @@ split = json.load(open(sys.argv[1], encoding="utf-8"))
 settings = json.load(open(sys.argv[2]))
 if settings.pop("apps_settings"):  # as licenseClassifier and citationClassifier run
     from delft.applications.toolkits import TEXT_CLASSIFICATION
-    TEXT_CLASSIFICATION.configure_cpu_ops(settings["architecture"])
+    TEXT_CLASSIFICATION.start_tensorflow(settings["architecture"])
 from delft.textClassification import Classifier
 from delft.textClassification.evaluation import class_scores
 classes = split["classes"]
@@ -139,8 +140,8 @@ def main():
                         help="other class weights than the application's (recorded in the "
                              "result): one per class, or none")
     parser.add_argument("--apps-settings", action="store_true",
-                        help="TensorFlow's CPU settings as the apps set them "
-                             "(devices.configure_cpu_ops), not its defaults (the Python API's)")
+                        help="TensorFlow started as the apps start it "
+                             "(Toolkit.start_tensorflow), not as the Python API does")
     parser.add_argument("--table", action="store_true", help="print the table and stop")
     args = parser.parse_args()
     if args.table:

@@ -29,7 +29,7 @@ RUN = r'''
 import json, resource, sys, time
 import numpy as np
 from delft.applications.toolkits import TEXT_CLASSIFICATION
-TEXT_CLASSIFICATION.configure_cpu_ops("bert")  # as citationClassifier runs bert
+TEXT_CLASSIFICATION.start_tensorflow("bert")  # as citationClassifier runs bert
 import keras
 from delft.textClassification import Classifier
 from delft.textClassification.trainer import ClassifierTrainer

@@ -75,3 +75,32 @@ def test_a_tagger_train_eval_never_loads_scikit_learn_ipython_or_pyplot(tmp_path
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result == {"code": 0, "loaded": []}
+
+
+TOOLKIT_START = r'''
+import json, os, sys
+from delft.applications import toolkits
+getattr(toolkits, sys.argv[1]).start_tensorflow(sys.argv[2])
+import tensorflow as tf
+print(json.dumps({"loaded": [m for m in ("sklearn", "IPython", "matplotlib") if m in sys.modules],
+                  "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS"),
+                  "bfc": os.environ.get("TF_CPU_ALLOCATOR_USE_BFC"),
+                  "threads": tf.config.threading.get_intra_op_parallelism_threads()}))
+'''
+
+
+@pytest.mark.parametrize("toolkit, architecture, onednn, threads", [
+    ("SEQUENCE_LABELLING", "BidLSTM_CRF", "0", 1),
+    ("TEXT_CLASSIFICATION", "gru", None, 0),
+])
+def test_a_toolkit_starts_tensorflow_as_its_commands_do(toolkit, architecture, onednn, threads):
+    """What the commands' flow and the classification benchmarks call: the architecture's CPU
+    settings, and Keras without its extras."""
+    chosen_by_the_caller = ("TF_ENABLE_ONEDNN_OPTS", "TF_CPU_ALLOCATOR_USE_BFC",
+                            "TF_NUM_INTRAOP_THREADS")
+    env = {k: v for k, v in subprocess_env().items() if k not in chosen_by_the_caller}
+    done = subprocess.run([sys.executable, "-c", TOOLKIT_START, toolkit, architecture], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == {"loaded": [], "onednn": onednn, "bfc": "true",
+                                       "threads": threads}

@@ -218,8 +218,7 @@ def _loaded(app, run, read_sets):
 def _strategy(app, run, architecture_name):
     from delft.utilities import devices
 
-    with common.keras_extras_hidden():  # TensorFlow starts here
-        app.toolkit.configure_cpu_ops(architecture_name)
+    app.toolkit.start_tensorflow(architecture_name)
     return devices.get_strategy(run.args.multi_gpu)
 
 

@@ -37,12 +37,16 @@ class Toolkit:
         """Whether the model's ops are large (``devices.configure_cpu_ops``): a transformer's."""
         return self.architecture(architecture_name).uses_transformer
 
-    def configure_cpu_ops(self, architecture_name):
-        """TensorFlow's CPU threads and kernels for this toolkit's ``architecture_name``, as its
-        commands run it; before TensorFlow starts (``devices.configure_cpu_ops``)."""
+    def start_tensorflow(self, architecture_name):
+        """Start TensorFlow as this toolkit's commands do for ``architecture_name``: its CPU
+        threads and kernels (``devices.configure_cpu_ops``), Keras without its optional extras
+        (``common.keras_extras_hidden``). Settings that TensorFlow reads when it starts change
+        nothing once it has."""
+        from delft.applications import common
         from delft.utilities import devices
 
-        devices.configure_cpu_ops(self.large_ops(architecture_name), self.onednn_kernels)
+        with common.keras_extras_hidden():
+            devices.configure_cpu_ops(self.large_ops(architecture_name), self.onednn_kernels)
 
 
 class SequenceLabelling(Toolkit):
