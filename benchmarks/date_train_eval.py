@@ -50,9 +50,9 @@ def shared_options(args):
     return options
 
 
-def run_ours(model, seed, multi_gpu, extra):
+def run_ours(model, data, seed, multi_gpu, extra):
     with tempfile.TemporaryDirectory() as output:
-        args = [model, "train_eval", "--input", data_file(model), "--output", output,
+        args = [model, "train_eval", "--input", data, "--output", output,
                 "--seed", str(seed)] + (["--multi-gpu"] if multi_gpu else []) + extra
         result = peers.ours("grobidTagger", args, output, replicas=2 if multi_gpu else None)
     if result.code != 0:
@@ -63,10 +63,10 @@ def run_ours(model, seed, multi_gpu, extra):
             "rss": result.peak_rss_gb}
 
 
-def run_delft12(model, seed, options):
+def run_delft12(model, data, seed, options):
     with tempfile.TemporaryDirectory() as output:
         result = peers.delft12("grobidTagger", [
-            model, "train_eval", "--input", data_file(model), "--output", output,
+            model, "train_eval", "--input", data, "--output", output,
             "--seed", str(seed)] + options, output)
     if result.code != 0:
         raise SystemExit(f"DeLFT 1.2.0, seed {seed} failed:\n{result.err[-3000:]}")
@@ -85,16 +85,17 @@ def main():
     args, extra = parser.parse_known_args()
     options = shared_options(args)
     extra = options + [e for e in extra if e != "--"]
+    data = data_file(args.model)
     with_peer = peers.delft12_available() and not args.ours_only
     ours, theirs = [], []
     for seed in map(int, args.seeds.split(",")):
-        result = run_ours(args.model, seed, args.multi_gpu, extra)
+        result = run_ours(args.model, data, seed, args.multi_gpu, extra)
         ours.append(result)
         print(f"seed {seed} ours:  eval micro F1 {result['f1']:.2f}  epochs {result['epochs']}  "
               f"first epoch {result['first']:.2f} s  steady epoch {result['steady']:.3f} s  "
               f"wall {result['wall']:.1f} s  peak RSS {result['rss']:.2f} GB", flush=True)
         if with_peer:
-            result = run_delft12(args.model, seed, options)
+            result = run_delft12(args.model, data, seed, options)
             theirs.append(result)
             print(f"seed {seed} DeLFT 1.2.0: eval micro F1 {result['f1']:.2f}  "
                   f"wall {result['wall']:.1f} s  peak RSS {result['rss']:.2f} GB", flush=True)

@@ -94,11 +94,10 @@ def configure_cpu_ops(large_ops, onednn_kernels):
 
     Without ``onednn_kernels`` the kernels are Eigen's, not oneDNN's (``TF_ENABLE_ONEDNN_OPTS=0``):
     on an RNN's small tensors oneDNN's layout conversions and transposes cost more than they
-    save; a BERT_CRF trains with 0.3-0.4 GB less memory on Eigen's (oneDNN's buffers grow with
-    each new batch shape), the same F1, as fast on short sequences (date, name-citation) and a
-    fifth slower on long ones (affiliation-address), still well ahead of DeLFT 1.2.0. A text
-    classifier's batches are large enough for oneDNN to pay (a bert classifier's epochs are a
-    fifth shorter). A process that set ``TF_ENABLE_ONEDNN_OPTS`` keeps its choice.
+    save, and a BERT_CRF trains with less memory at the same F1 (oneDNN's buffers grow with each
+    new batch shape); a text classifier's batches are large enough for oneDNN to pay. The figures
+    are in doc/usage.md, "Threads and kernels". A process that set ``TF_ENABLE_ONEDNN_OPTS`` keeps
+    its choice.
 
     Every family gets TensorFlow's BFC allocator for host memory (``TF_CPU_ALLOCATOR_USE_BFC``,
     unless the process set it): it keeps freed blocks for the next step instead of handing them
