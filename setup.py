@@ -42,9 +42,9 @@ setup(
         "export": EXPORT_REQUIRES,
         # --wandb: DeLFT's Weights & Biases reporting (--tensorboard needs nothing more)
         "tracking": TRACKING_REQUIRES,
-        # jep: GROBID's JEP client in the tests (builds against the JDK)
-        "test": ["pytest>=8", "seqeval==1.2.2", "jep==4.3.2"] + EXPORT_REQUIRES +
-                TRACKING_REQUIRES,
+        # jep: GROBID's JEP client in the tests (builds against the JDK); pytest-xdist: two workers
+        "test": ["pytest>=8", "pytest-xdist>=3.8,<4", "seqeval==1.2.2", "jep==4.3.2"] +
+                EXPORT_REQUIRES + TRACKING_REQUIRES,
     },
     entry_points={
         "console_scripts": [
