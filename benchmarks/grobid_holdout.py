@@ -67,15 +67,12 @@ def train_and_tag(toolkit, seed, train, matrix, folder, extra):
     models = os.path.join(folder, f"models-{toolkit}-{seed}")
     args = ["date", "train", "--architecture", "BidLSTM_CRF", "--input", train, "--output",
             models, "--seed", str(seed)]
-    result = (peers.ours("grobidTagger", args + extra, folder) if toolkit == "ours"
-              else peers.delft12("grobidTagger", args, folder))
+    result = peers.application(toolkit, "grobidTagger",
+                               args + extra if toolkit == "ours" else args, folder)
     if result.code != 0:
         raise SystemExit(f"{toolkit} seed {seed} failed:\n{result.err[-3000:]}")
     out = os.path.join(folder, f"tagged-{toolkit}-{seed}.json")
-    python = sys.executable if toolkit == "ours" else peers.DELFT12_PYTHON
-    env = dict(os.environ, PYTHONPATH=peers.REPO) if toolkit == "ours" else None
-    tagging = peers.run([python, "-c", TAGGER, models, "date-BidLSTM_CRF", matrix, out], folder,
-                        env)
+    tagging = peers.script(toolkit, TAGGER, [models, "date-BidLSTM_CRF", matrix, out], folder)
     if tagging.code != 0:
         raise SystemExit(f"{toolkit} tagging failed:\n{tagging.err[-3000:]}")
     return json.load(open(out)), result.wall

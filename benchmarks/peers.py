@@ -64,7 +64,24 @@ def ours(application, args, cwd, replicas=None):
     return run([sys.executable, script, *args], cwd, env)
 
 
+def _delft12_environment():
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DELFT_CPU_REPLICAS")}
+
+
 def delft12(application, args, cwd):
     """``python -m delft.applications.<application> args...`` of DeLFT 1.2.0 (its own venv)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DELFT_CPU_REPLICAS")}
-    return run([DELFT12_PYTHON, "-m", f"delft.applications.{application}", *args], cwd, env)
+    return run([DELFT12_PYTHON, "-m", f"delft.applications.{application}", *args], cwd,
+               _delft12_environment())
+
+
+def application(toolkit, name, args, cwd):
+    """The application ``name`` of ``toolkit`` ("ours" or DeLFT 1.2.0's) with ``args``."""
+    return ours(name, args, cwd) if toolkit == "ours" else delft12(name, args, cwd)
+
+
+def script(toolkit, code, args, cwd):
+    """``python -c code args...`` in ``toolkit``'s interpreter, this repository or DeLFT 1.2.0
+    importable as ``delft``."""
+    if toolkit == "ours":
+        return run([sys.executable, "-c", code, *args], cwd, dict(os.environ, PYTHONPATH=REPO))
+    return run([DELFT12_PYTHON, "-c", code, *args], cwd, _delft12_environment())

@@ -60,8 +60,7 @@ def train(toolkit, data, folder):
     models = os.path.join(folder, f"models-{toolkit}")
     args = ["date", "train", "--architecture", "BidLSTM_CRF", "--input", data, "--output", models,
             "--max-epoch", "3", "--seed", "1"]
-    result = (peers.ours("grobidTagger", args, folder) if toolkit == "ours"
-              else peers.delft12("grobidTagger", args, folder))
+    result = peers.application(toolkit, "grobidTagger", args, folder)
     if result.code != 0:
         raise SystemExit(f"{toolkit} training failed:\n{result.err[-3000:]}")
     return models
@@ -69,14 +68,11 @@ def train(toolkit, data, folder):
 
 def tag(toolkit, models, data, folder, args, modes):
     """One fresh process per batch size and mode: each peak RSS is that batch size's alone."""
-    python = sys.executable if toolkit == "ours" else peers.DELFT12_PYTHON
-    env = dict(os.environ, PYTHONPATH=peers.REPO) if toolkit == "ours" else {
-        k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DELFT_CPU_REPLICAS")}
     rows = []
     for mode in modes.split(","):
         for batch_size in args.batch_sizes.split(","):
-            result = peers.run([python, "-c", TAGGER, models, data, batch_size,
-                                str(args.repeats), str(args.sequences), mode], folder, env)
+            result = peers.script(toolkit, TAGGER, [models, data, batch_size, str(args.repeats),
+                                                    str(args.sequences), mode], folder)
             if result.code != 0:
                 raise SystemExit(f"{toolkit} tagging failed:\n{result.err[-3000:]}")
             rows += [json.loads(line) for line in result.out.splitlines()
