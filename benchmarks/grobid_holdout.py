@@ -65,12 +65,8 @@ def scores(predicted, gold):
 
 def train_and_tag(toolkit, seed, train, matrix, folder, extra):
     models = os.path.join(folder, f"models-{toolkit}-{seed}")
-    args = ["date", "train", "--architecture", "BidLSTM_CRF", "--input", train, "--output",
-            models, "--seed", str(seed)]
-    result = peers.application(toolkit, "grobidTagger",
-                               args + extra if toolkit == "ours" else args, folder)
-    if result.code != 0:
-        raise SystemExit(f"{toolkit} seed {seed} failed:\n{result.err[-3000:]}")
+    result = peers.grobid_train(toolkit, "date", "BidLSTM_CRF", train, models, folder,
+                                ["--seed", str(seed)] + (extra if toolkit == "ours" else []))
     out = os.path.join(folder, f"tagged-{toolkit}-{seed}.json")
     tagging = peers.script(toolkit, TAGGER, [models, "date-BidLSTM_CRF", matrix, out], folder)
     if tagging.code != 0:

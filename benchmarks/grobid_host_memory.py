@@ -41,7 +41,7 @@ HOST = textwrap.dedent("""
     from sklearn.model_selection import train_test_split
     report("start-up")
     models_dir, count = sys.argv[1], int(sys.argv[2])
-    loaded = []
+    loaded = []  # GROBID keeps every model it loaded
     for name, data in json.loads(sys.argv[3]):
         model = Sequence(name + "-BidLSTM_CRF_FEATURES")
         model.load(dir_path=models_dir)
@@ -51,16 +51,6 @@ HOST = textwrap.dedent("""
         model.tag(texts, None, features=features)  # DeLFT 1.2.0 cuts what is over 600 tokens
         report(name)
 """)
-
-
-def train(toolkit, model, data, folder, max_epoch):
-    models = os.path.join(folder, f"models-{toolkit}")
-    args = [model, "train", "--architecture", "BidLSTM_CRF_FEATURES", "--input", data,
-            "--output", models, "--max-epoch", str(max_epoch), "--seed", "1"]
-    result = peers.application(toolkit, "grobidTagger", args, folder)
-    if result.code != 0:
-        raise SystemExit(f"{toolkit} training of {model} failed:\n{result.err[-3000:]}")
-    return models
 
 
 def host(toolkit, models_dir, data, folder, sequences):
@@ -94,8 +84,10 @@ def main():
                            else [])
     with tempfile.TemporaryDirectory() as folder:
         for toolkit in toolkits:
+            models_dir = os.path.join(folder, f"models-{toolkit}")
             for model, path in data:
-                models_dir = train(toolkit, model, path, folder, args.max_epoch)
+                peers.grobid_train(toolkit, model, "BidLSTM_CRF_FEATURES", path, models_dir, folder,
+                                   ["--max-epoch", str(args.max_epoch), "--seed", "1"])
             host(toolkit, models_dir, data, folder, args.sequences)
 
 

@@ -79,6 +79,17 @@ def application(toolkit, name, args, cwd):
     return ours(name, args, cwd) if toolkit == "ours" else delft12(name, args, cwd)
 
 
+def grobid_train(toolkit, model, architecture, data, models, cwd, options=()):
+    """``grobidTagger <model> train`` of ``toolkit`` into the folder ``models`` (``options``
+    added, e.g. ``--max-epoch N``); stops the benchmark with the command's error if it fails."""
+    args = [model, "train", "--architecture", architecture, "--input", data, "--output", models,
+            *options]
+    result = application(toolkit, "grobidTagger", args, cwd)
+    if result.code != 0:
+        raise SystemExit(f"{toolkit} training of {model} failed:\n{result.err[-3000:]}")
+    return result
+
+
 def script(toolkit, code, args, cwd):
     """``python -c code args...`` in ``toolkit``'s interpreter, this repository or DeLFT 1.2.0
     importable as ``delft``."""

@@ -58,11 +58,8 @@ TAGGER = textwrap.dedent("""
 
 def train(toolkit, data, folder):
     models = os.path.join(folder, f"models-{toolkit}")
-    args = ["date", "train", "--architecture", "BidLSTM_CRF", "--input", data, "--output", models,
-            "--max-epoch", "3", "--seed", "1"]
-    result = peers.application(toolkit, "grobidTagger", args, folder)
-    if result.code != 0:
-        raise SystemExit(f"{toolkit} training failed:\n{result.err[-3000:]}")
+    peers.grobid_train(toolkit, "date", "BidLSTM_CRF", data, models, folder,
+                       ["--max-epoch", "3", "--seed", "1"])
     return models
 
 
