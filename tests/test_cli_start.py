@@ -58,23 +58,42 @@ def test_tensorflow_loads_without_keras_extras_and_they_import_afterwards():
     assert "_KerasExtrasHidden" not in result["finders"]
 
 
-TRAIN_EVAL = r'''
-import json, sys
-from delft.applications import grobidTagger
-code = grobidTagger.main(sys.argv[1:])
+COMMAND = r'''
+import importlib, json, os, sys
+application = importlib.import_module("delft.applications." + sys.argv[1])
+code = application.main(sys.argv[2:])
 print(json.dumps({"code": code, "loaded": [m for m in ("sklearn", "IPython", "matplotlib.pyplot")
-                                           if m in sys.modules]}))
+                                           if m in sys.modules],
+                  "bfc": os.environ.get("TF_CPU_ALLOCATOR_USE_BFC")}))
 '''
 
 
-def test_a_tagger_train_eval_never_loads_scikit_learn_ipython_or_pyplot(tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-c", TRAIN_EVAL, "date", "train_eval", "--input", str(SAMPLE_DATE),
-         "--output", str(tmp_path), "--max-epoch", "1", "--seed", "1"],
-        cwd=str(REPO_ROOT), env=subprocess_env(), capture_output=True, text=True, timeout=400)
+def run_command(application, args, cwd):
+    env = {k: v for k, v in subprocess_env().items() if k != "TF_CPU_ALLOCATOR_USE_BFC"}
+    done = subprocess.run([sys.executable, "-c", COMMAND, application] + args, cwd=str(cwd),
+                          env=env, capture_output=True, text=True, timeout=400)
     assert done.returncode == 0, done.stderr[-2000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert result == {"code": 0, "loaded": []}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_tagger_train_eval_never_loads_scikit_learn_ipython_or_pyplot(tmp_path):
+    result = run_command("grobidTagger", ["date", "train_eval", "--input", str(SAMPLE_DATE),
+                                          "--output", str(tmp_path), "--max-epoch", "1",
+                                          "--seed", "1"], REPO_ROOT)
+    assert result == {"code": 0, "loaded": [], "bfc": "true"}
+
+
+def test_a_classifier_command_starts_tensorflow_with_its_settings(tmp_path):
+    """Its options name an architecture: looking it up must not start TensorFlow before the
+    command sets it up (it did: Keras loaded its extras, the BFC allocator was not chosen)."""
+    sentiments = "ooonpn"
+    (tmp_path / "citations.txt").write_text("".join(
+        f"P{i}\tQ{i}\t{sentiments[i % 6]}\tcitation number {i} of the study\n"
+        for i in range(36)), encoding="utf-8")
+    result = run_command("citationClassifier", ["train", "--input", "citations.txt", "--output",
+                                                str(tmp_path / "models"), "--max-epoch", "1"],
+                         tmp_path)
+    assert result == {"code": 0, "loaded": [], "bfc": "true"}
 
 
 TOOLKIT_START = r'''

@@ -12,10 +12,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from delft.textClassification.models.base import (INPUTS, TRANSFORMER, WORD_IDS, WORD_VECTORS,
-                                                  TextClassifier)
-from delft.textClassification.models.cnn import cnn_encoder
-from delft.textClassification.models.rnn import rnn_encoder
 from delft.utilities.errors import ConfigurationError
 
 
@@ -69,6 +65,12 @@ def build_classifier(model_config, inputs, transformer_dir=None, pretrained=True
     classifier's ``transformer/`` copy, a rebuild: the weights come next); the other
     architectures ignore both. One-line :class:`ConfigurationError` for what cannot work.
     """
+    # imported here: looking up an architecture (a command's options) must not start TensorFlow
+    from delft.textClassification.models.base import (INPUTS, TRANSFORMER, WORD_IDS,
+                                                      WORD_VECTORS, TextClassifier)
+    from delft.textClassification.models.cnn import cnn_encoder
+    from delft.textClassification.models.rnn import rnn_encoder
+
     parts = architecture(model_config.architecture)
     if inputs not in INPUTS:
         raise ConfigurationError(f"unknown classifier inputs {inputs!r}; known: "
@@ -104,6 +106,8 @@ def build_classifier(model_config, inputs, transformer_dir=None, pretrained=True
 def building_batch(model_config, inputs, width):
     """A batch of one row of zeros ``width`` positions wide, enough to create a model's weights
     (none depends on the width: the fewest positions every step takes keep the build short)."""
+    from delft.textClassification.models.base import WORD_IDS, WORD_VECTORS
+
     if inputs == WORD_IDS:
         return {WORD_IDS: np.zeros((1, width), np.int32)}
     if inputs == WORD_VECTORS:
