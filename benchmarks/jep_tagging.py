@@ -10,7 +10,8 @@ Without --models-dir, trains a model with ``grobidTagger.py date train --output 
 Each JEP mode runs tests/jep/GrobidLikeClient.java once: interpreter creation + GROBID's start-up
 statements, the model load, one ``label()`` call per sequence (as GROBID labels dates), then the
 whole input in one call. Plain Python makes the same calls in one process. Prints seconds and
-tokens/s per piece, the process wall time, and the tracebacks each run printed on stderr.
+tokens/s per piece, the process wall time and peak RSS, and the tracebacks each run printed on
+stderr.
 No asserts.
 """
 import argparse
@@ -23,8 +24,10 @@ import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO_ROOT / "tests"), str(REPO_ROOT)]  # tests/conftest, not the root one
+sys.path[:0] = [str(REPO_ROOT / "tests"), str(REPO_ROOT), str(REPO_ROOT / "benchmarks")]
+# (tests/ first: its conftest, not the root one)
 
+import peers  # noqa: E402
 from conftest import SAMPLE_DATE, crf_sequences, subprocess_env, unlabelled_matrix  # noqa: E402
 from delft.utilities.data_path import shared_data_file  # noqa: E402
 from test_jep_grobid import (HARNESS, cli_saved_name, find_toolchain, harness_command,  # noqa: E402
@@ -124,44 +127,39 @@ def main():
         command = harness_command(toolchain, classes, mode, models_dir,
                                   [(name, args.architecture)], input_path, "--calls", "both",
                                   "--no-labels")
-        start = time.perf_counter()
-        completed = subprocess.run(command, cwd=str(work), env=jvm_env(), capture_output=True,
-                                   text=True)
-        wall = time.perf_counter() - start
-        if completed.returncode != 0:
-            print(f"{mode}: exit {completed.returncode}\n{completed.stderr[-3000:]}")
+        completed = peers.run(command, str(work), jvm_env())
+        if completed.code != 0:
+            print(f"{mode}: exit {completed.code}\n{completed.err[-3000:]}")
             continue
-        _, timings, _ = parse_harness_stdout(completed.stdout)
+        _, timings, _ = parse_harness_stdout(completed.out)
         full = f"{name}-{args.architecture}"
         per_seq = timings[f"tag|{full}|per-sequence|pass0|calls={args.sequences}"][0]
         one_call = timings[f"tag|{full}|one-call|pass0|calls=1"][0]
         rows.append((f"JEP {mode}", timings["startup"][0], timings[f"load|{full}"][0], per_seq,
-                     one_call, wall, tracebacks(completed.stderr)))
+                     one_call, completed.wall, completed.peak_rss_gb, tracebacks(completed.err)))
 
     script = work / "python_client.py"
     script.write_text(PYTHON_CLIENT)
     out = work / "python.json"
-    start = time.perf_counter()
-    completed = subprocess.run([sys.executable, str(script), str(REPO_ROOT), str(models_dir), name,
-                                args.architecture, str(input_path), str(out)], cwd=str(work),
-                               env=subprocess_env(), capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    if completed.returncode == 0:
+    completed = peers.run([sys.executable, str(script), str(REPO_ROOT), str(models_dir), name,
+                           args.architecture, str(input_path), str(out)], str(work),
+                          subprocess_env())
+    if completed.code == 0:
         t = json.loads(out.read_text())
-        rows.append(("plain Python", t["startup"], t["load"], t["per-sequence"], t["one-call"], wall,
-                     tracebacks(completed.stderr)))
+        rows.append(("plain Python", t["startup"], t["load"], t["per-sequence"], t["one-call"],
+                     completed.wall, completed.peak_rss_gb, tracebacks(completed.err)))
     else:
-        print(f"plain Python: exit {completed.returncode}\n{completed.stderr[-3000:]}")
+        print(f"plain Python: exit {completed.code}\n{completed.err[-3000:]}")
 
     print(f"\n{'client':<14}{'startup s':>10}{'load s':>8}{'per-seq s':>11}{'tok/s':>8}"
-          f"{'ms/call':>9}{'1-call s':>10}{'tok/s':>9}{'wall s':>8}{'tracebacks':>12}")
-    for client, startup, load, per_seq, one_call, wall, errors in rows:
+          f"{'ms/call':>9}{'1-call s':>10}{'tok/s':>9}{'wall s':>8}{'peak GB':>9}{'tracebacks':>12}")
+    for client, startup, load, per_seq, one_call, wall, peak, errors in rows:
         print(f"{client:<14}{startup:>10.2f}{load:>8.2f}{per_seq:>11.2f}{tokens / per_seq:>8.0f}"
               f"{1000 * per_seq / args.sequences:>9.1f}{one_call:>10.2f}{tokens / one_call:>9.0f}"
-              f"{wall:>8.1f}{errors:>12}")
+              f"{wall:>8.1f}{peak:>9.2f}{errors:>12}")
     print("\nstartup: interpreter creation + GROBID's start-up statements (plain Python: the same "
           "statements);\nper-seq: one label() per sequence, as GROBID labels dates; 1-call: the "
-          "whole input in one call")
+          "whole input in one call; peak GB: the process's peak RSS (the JVM's with JEP)")
 
 
 if __name__ == "__main__":

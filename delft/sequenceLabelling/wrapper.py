@@ -139,10 +139,10 @@ class Sequence:
         if x_valid is not None and len(x_valid):
             inputs.check_labelled(x_valid, y_valid, f_valid, "validation")
         inputs.warn_if_one_label(y_train)
+        strategy = self._use_strategy(multi_gpu)  # starts TensorFlow (devices.get_strategy)
         from delft.training.checkpoints import claimed
         from delft.sequenceLabelling.trainer import Trainer
 
-        strategy = self._use_strategy(multi_gpu)
         self._seed()
         f_train, f_valid = self._features_for(f_train), self._features_for(f_valid)
         if incremental and self.model is not None:

@@ -16,6 +16,7 @@ import os
 import sys
 
 from delft.utilities.errors import ConfigurationError
+from delft.utilities.tensorflow_pages import import_tensorflow
 
 CPU_REPLICAS_ENV = "DELFT_CPU_REPLICAS"
 CROSS_DEVICE_OPS_ENV = "DELFT_CROSS_DEVICE_OPS"
@@ -63,7 +64,7 @@ def configure_logical_cpu_devices():
         return
     if replicas < 2:
         return
-    import tensorflow as tf
+    tf = import_tensorflow()
 
     cores = os.cpu_count() or 1
     if replicas > cores:
@@ -112,7 +113,7 @@ def configure_cpu_ops(large_ops, onednn_kernels):
             os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
         if not os.environ.get(CPU_ALLOCATOR_ENV, "").strip():
             os.environ[CPU_ALLOCATOR_ENV] = "true"
-    import tensorflow as tf
+    tf = import_tensorflow()
 
     if large_ops or os.environ.get("TF_NUM_INTRAOP_THREADS", "").strip() or \
             tf.config.list_physical_devices("GPU"):
@@ -153,7 +154,7 @@ def get_strategy(multi_gpu=False, cross_device_ops=None):
     >>> get_strategy(False).num_replicas_in_sync
     1
     """
-    import tensorflow as tf
+    tf = import_tensorflow()
 
     if cross_device_ops is None:
         cross_device_ops = os.environ.get(CROSS_DEVICE_OPS_ENV, "").strip() or None
