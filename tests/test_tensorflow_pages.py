@@ -53,8 +53,11 @@ def test_read_only_pages_are_dropped_and_read_back_and_written_ones_kept(tmp_pat
     size = 8 << 20
     read_only, written = tmp_path / "library.so", tmp_path / "data.bin"
     content = os.urandom(size)
-    read_only.write_bytes(content)
-    written.write_bytes(content)
+    for path in (read_only, written):  # on disk, as a library's pages are: clean
+        with open(path, "wb") as file:
+            file.write(content)
+            file.flush()
+            os.fsync(file.fileno())
     with open(read_only, "rb") as first, open(written, "r+b") as second:
         library = mmap.mmap(first.fileno(), 0, prot=mmap.PROT_READ)
         private = mmap.mmap(second.fileno(), 0, flags=mmap.MAP_PRIVATE,

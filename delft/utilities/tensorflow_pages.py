@@ -113,7 +113,7 @@ def import_tensorflow():
     if not _handed_back:
         _handed_back = True
         folder = tensorflow_folder()
-        if folder is not None and sys.platform.startswith("linux"):
+        if folder is not None:
             logger.debug("TensorFlow started: the pages of %d read-only mappings of its "
                          "libraries handed back", release_pages(folder))
     return tensorflow
