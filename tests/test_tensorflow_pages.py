@@ -122,6 +122,10 @@ SCENARIOS = {
     "tagger_command": "from delft.applications import grobidTagger\n"
                       "grobidTagger.main(['date', 'eval', '--input', sys.argv[3], '--input-model',"
                       f" sys.argv[2] + '/{MODEL_NAME}'])\n",
+    "export_api": "import tempfile\n"
+                  "from delft.export import export_model\n"
+                  f"export_model(sys.argv[2] + '/{MODEL_NAME}', tempfile.mkdtemp() + '/exported',"
+                  " 'savedmodel')\n",
     "export_command": "import tempfile\n"
                       "from delft.applications import export\n"
                       f"export.main([sys.argv[2] + '/{MODEL_NAME}', '--format', 'savedmodel',"

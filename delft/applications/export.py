@@ -41,9 +41,6 @@ def parser():
 @common.user_errors_are_one_line
 def main(argv=None):
     args = parser().parse_args(argv)
-    from delft.utilities.tensorflow_pages import import_tensorflow
-
-    import_tensorflow()  # before delft.export's modules import it (tensorflow_pages says why)
     from delft.export import export_model
 
     written = export_model(args.model_dir, args.output, args.export_format,

@@ -6,11 +6,13 @@ import logging
 import os
 from typing import List, Optional
 
-import tensorflow as tf
-
 from delft.sequenceLabelling.models import architecture
 from delft.sequenceLabelling.preprocess import UNKNOWN_INDEX
 from delft.utilities.errors import ModelLoadError
+from delft.utilities.tensorflow_pages import import_tensorflow
+
+# the export package's first import of TensorFlow, through delft's start (tensorflow_pages)
+tf = import_tensorflow()
 
 logger = logging.getLogger(__name__)
 
