@@ -10,10 +10,11 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import peers  # noqa: E402
 
 START = r'''
 import json, re, resource, sys, time
@@ -34,10 +35,10 @@ WAYS = ("plain", "import_tensorflow")
 
 
 def start(way):
-    env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="3")
-    done = subprocess.run([sys.executable, "-c", START, way], env=env, capture_output=True,
-                          text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    done = peers.script("ours", START, [way], peers.REPO)
+    if done.code != 0:
+        raise SystemExit(f"{way} failed:\n{done.err[-3000:]}")
+    return json.loads(done.out.strip().splitlines()[-1])
 
 
 def main():

@@ -82,21 +82,20 @@ def release_pages(folder):
     return len(mappings)
 
 
-def preload_native_libraries():
-    """Load TensorFlow's native libraries (before its Python modules), as its own loader would:
-    returns its folder, or ``None`` where they are not found or do not load (the import that
-    follows then reports why)."""
-    folder = tensorflow_folder()
-    if folder is None or not sys.platform.startswith("linux"):
-        return None
+def preload_native_libraries(folder):
+    """Load TensorFlow's native libraries from its ``folder`` (before its Python modules), as its
+    own loader would: whether they loaded (where they did not, the import that follows reports
+    why)."""
+    if not sys.platform.startswith("linux"):
+        return False
     try:
         for name in NATIVE_LIBRARIES:
             # RTLD_LOCAL, as TensorFlow's loader opens them: its import then finds them loaded
             ctypes.CDLL(os.path.join(folder, name))
     except OSError as error:
         logger.debug("TensorFlow's libraries not preloaded: %s", error)
-        return None
-    return folder
+        return False
+    return True
 
 
 def import_tensorflow():
@@ -104,16 +103,14 @@ def import_tensorflow():
     its libraries first when this call starts it, and once after the import either way (see the
     module's docstring)."""
     global _handed_back
-    if "tensorflow" not in sys.modules:
-        folder = preload_native_libraries()
-        if folder is not None:
-            release_pages(folder)
+    folder = None if _handed_back else tensorflow_folder()
+    if folder is not None and "tensorflow" not in sys.modules and \
+            preload_native_libraries(folder):
+        release_pages(folder)
     import tensorflow
 
-    if not _handed_back:
+    if folder is not None:
         _handed_back = True
-        folder = tensorflow_folder()
-        if folder is not None:
-            logger.debug("TensorFlow started: the pages of %d read-only mappings of its "
-                         "libraries handed back", release_pages(folder))
+        logger.debug("TensorFlow started: the pages of %d read-only mappings of its libraries "
+                     "handed back", release_pages(folder))
     return tensorflow
