@@ -17,6 +17,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from delft.training import adam
 from delft.training.batching import ReplicaFeeder, global_batch_size, prefetched
 from delft.training.compiled import CompiledStep
 from delft.training.checkpoints import EpochCheckpoints, TrainingProgress, run_directly
@@ -31,7 +32,8 @@ METRIC_LABELS = {"val_f1": "validation F1", "val_roc_auc": "validation ROC-AUC",
 
 def make_optimizer(training_config, total_steps, uses_transformer, loss_scaling=False):
     """Adam for the RNN family; AdamW for transformers, at the ``transformer_schedule`` of
-    ``training_config``: 10% linear warm-up then linear decay, or a constant rate.
+    ``training_config``: 10% linear warm-up then linear decay, or a constant rate. Both are
+    Keras' with their update fused (:mod:`delft.training.adam`).
 
     ``loss_scaling`` (a model computing in float16) wraps it in Keras' dynamic
     ``LossScaleOptimizer``: small float16 gradients do not vanish, and a step whose scaled
@@ -41,10 +43,10 @@ def make_optimizer(training_config, total_steps, uses_transformer, loss_scaling=
     if uses_transformer:
         if training_config.transformer_schedule == "linear":
             learning_rate = warmup_then_decay(learning_rate, total_steps, training_config)
-        optimizer = keras.optimizers.AdamW(learning_rate=learning_rate,
-                                           weight_decay=training_config.weight_decay)
+        optimizer = adam.AdamW(learning_rate=learning_rate,
+                               weight_decay=training_config.weight_decay)
     else:
-        optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
+        optimizer = adam.Adam(learning_rate=learning_rate)
     return with_loss_scaling(optimizer, loss_scaling)
 
 
