@@ -67,24 +67,34 @@ def test_adamw_with_a_schedule_updates_as_keras_adamw():
                         trained_weights(None, steps=0))
 
 
-def test_the_update_is_one_op_a_weight():
-    import keras
+def traced_ops(optimizer):
+    """The op types of a traced ``apply_gradients`` of ``optimizer`` on weights of SHAPES."""
     import tensorflow as tf
 
-    from delft.training.adam import Adam
+    weights = [tf.Variable(np.zeros(shape, "float32")) for shape in SHAPES]
+    optimizer.build(weights)
+    graph = tf.function(lambda gradients: optimizer.apply_gradients(
+        zip(gradients, weights))).get_concrete_function(
+            [tf.TensorSpec(shape, tf.float32) for shape in SHAPES]).graph
+    return [op.type for op in graph.get_operations()]
 
-    def traced_ops(optimizer):
-        weights = [tf.Variable(np.zeros(shape, "float32")) for shape in SHAPES]
-        optimizer.build(weights)
-        graph = tf.function(lambda gradients: optimizer.apply_gradients(
-            zip(gradients, weights))).get_concrete_function(
-                [tf.TensorSpec(shape, tf.float32) for shape in SHAPES]).graph
-        return [op.type for op in graph.get_operations()]
+
+def test_the_update_is_one_op_a_weight_and_the_step_s_scalars_are_taken_once():
+    import keras
+
+    from delft.training.adam import Adam, AdamW
+    from delft.training.loop import WarmupLinearDecay
 
     ours, keras_ops = traced_ops(Adam()), traced_ops(keras.optimizers.Adam())
     assert ours.count("ResourceApplyAdam") == len(SHAPES)
     assert "ResourceApplyAdam" not in keras_ops
     assert len(ours) < len(keras_ops) - 10 * len(SHAPES)
+    assert ours.count("Pow") == 2 and keras_ops.count("Pow") == 2 * len(SHAPES)
+    # a schedule's learning rate (one Minimum each): once for the update, once for the decay
+    decayed = traced_ops(AdamW(learning_rate=WarmupLinearDecay(1.0, 2, 4), weight_decay=0.1))
+    keras_decayed = traced_ops(keras.optimizers.AdamW(learning_rate=WarmupLinearDecay(1.0, 2, 4),
+                                                      weight_decay=0.1))
+    assert decayed.count("Minimum") == 2 and keras_decayed.count("Minimum") == 1 + len(SHAPES)
 
 
 @pytest.mark.parametrize("options", [{"amsgrad": True}, {}])

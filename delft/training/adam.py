@@ -1,9 +1,11 @@
 """Keras' Adam and AdamW, each weight's update one TensorFlow op (``ResourceApplyAdam``).
 
-Keras 3 writes Adam's update as about twenty-five ops a weight (the step's powers of the betas,
-the two moments, the step): the train step of a date BidLSTM_CRF (20 weights) traced 3,342 ops
-instead of 2,862 and ran 2,016 a step instead of 1,614 after Grappler's passes; its first epoch
-took 0.3-0.4 s longer and each further one ~7% longer than with one fused op a weight
+Keras 3 writes Adam's update as about twenty-five ops a weight, its scalars (the learning rate,
+the powers of the betas) taken again for each weight, and AdamW's decay evaluates the learning
+rate's schedule once a weight. With one fused op a weight and the scalars taken once a step, a
+date BidLSTM_CRF's train step (20 weights) traces 2,653 ops instead of 3,342 and runs 1,500 a
+step instead of 2,016 after Grappler's passes; BERT_CRF's (MiniLM, 105 weights) 10,399 instead of
+15,415 and 6,058 instead of 9,511. First epochs took 0.4 s (date) and 3.9 s (BERT_CRF) less
 (doc/benchmarks.md, "Adam's update fused"). The kernel computes Keras' formula in Keras' order
 (``m += (g - m)(1 - b1)``, ``v += (g² - v)(1 - b2)``,
 ``w -= m·lr·√(1 - b2ᵗ)/(1 - b1ᵗ) / (√v + ε)``) but takes ``1 - b`` in float32 where Keras takes
@@ -23,25 +25,64 @@ import tensorflow as tf
 
 
 class FusedAdamStep:
-    """The update of Keras' Adam (and of its subclasses) as ``ResourceApplyAdam``."""
+    """The update of Keras' Adam (and of its subclasses) as ``ResourceApplyAdam``, the step's
+    scalars (learning rate, powers of the betas) taken once a step instead of once a weight.
 
-    def update_step(self, gradient, variable, learning_rate):
-        if self.amsgrad or isinstance(gradient, tf.IndexedSlices):
-            return super().update_step(gradient, variable, learning_rate)
-        if isinstance(variable, keras.Variable):
-            variable = variable.value
-        index = self._get_variable_index(variable)
-        dtype = variable.dtype
-        step = tf.cast(self.iterations + 1, dtype)
-        beta_1 = tf.cast(self.beta_1, dtype)
-        beta_2 = tf.cast(self.beta_2, dtype)
-        # under a tf.distribute update, ``.handle`` is the variable of the replica being updated
-        tf.raw_ops.ResourceApplyAdam(
-            var=variable.handle, m=self._momentums[index].value.handle,
-            v=self._velocities[index].value.handle,
-            beta1_power=tf.pow(beta_1, step), beta2_power=tf.pow(beta_2, step),
-            lr=tf.cast(learning_rate, dtype), beta1=beta_1, beta2=beta_2,
-            epsilon=tf.cast(self.epsilon, dtype), grad=tf.cast(gradient, dtype))
+    Overrides the two methods of Keras' TensorFlow optimizer that loop over the weights, in
+    cross-replica context (a weight's update runs on each replica's copy of it).
+    """
+
+    def _distributed_tf_update_step(self, distribution, grads_and_vars, learning_rate):
+        if self.amsgrad:
+            return super()._distributed_tf_update_step(distribution, grads_and_vars,
+                                                       learning_rate)
+        scalars = {}  # by dtype: the step's arguments of ResourceApplyAdam
+
+        def step_scalars(dtype):
+            if dtype not in scalars:
+                step = tf.cast(self.iterations + 1, dtype)
+                beta_1, beta_2 = tf.cast(self.beta_1, dtype), tf.cast(self.beta_2, dtype)
+                scalars[dtype] = dict(
+                    beta1_power=tf.pow(beta_1, step), beta2_power=tf.pow(beta_2, step),
+                    lr=tf.cast(learning_rate, dtype), beta1=beta_1, beta2=beta_2,
+                    epsilon=tf.cast(self.epsilon, dtype))
+            return scalars[dtype]
+
+        def update(variable, gradient):
+            if isinstance(gradient, tf.IndexedSlices):  # no fused kernel: Keras' own update
+                return self.update_step(gradient, variable, learning_rate)
+            index = self._get_variable_index(variable)
+            # under a tf.distribute update, ``.handle`` is the copy of the replica being updated
+            tf.raw_ops.ResourceApplyAdam(
+                var=variable.handle, m=self._momentums[index].value.handle,
+                v=self._velocities[index].value.handle,
+                grad=tf.cast(gradient, variable.dtype), **step_scalars(variable.dtype))
+
+        for gradient, variable in grads_and_vars:
+            distribution.extended.update(variable, update, args=(gradient,), group=False)
+
+    def _apply_weight_decay(self, variables):
+        """Keras' decay (``w -= w * decay * lr``), its learning rate taken once."""
+        if self.weight_decay is None:
+            return
+        rates = {}  # by dtype: (decay, learning rate)
+
+        def decay(variable):
+            if self._use_weight_decay(variable):
+                if variable.dtype not in rates:
+                    rates[variable.dtype] = (tf.cast(self.weight_decay, variable.dtype),
+                                             tf.cast(self.learning_rate, variable.dtype))
+                weight_decay, learning_rate = rates[variable.dtype]
+                variable.assign_sub(variable * weight_decay * learning_rate)
+
+        def decay_all(distribution, variables):
+            for variable in variables:
+                distribution.extended.update(
+                    variable.value if isinstance(variable, keras.Variable) else variable,
+                    decay, group=False)
+
+        tf.__internal__.distribute.interim.maybe_merge_call(
+            decay_all, self._distribution_strategy, variables)
 
 
 @keras.saving.register_keras_serializable(package="delft")
