@@ -29,7 +29,8 @@ class FusedAdamStep:
     scalars (learning rate, powers of the betas) taken once a step instead of once a weight.
 
     Overrides the two methods of Keras' TensorFlow optimizer that loop over the weights, in
-    cross-replica context (a weight's update runs on each replica's copy of it).
+    cross-replica context (a weight's update runs on each replica's copy of it); Keras is pinned
+    (setup.py), and tests/test_adam.py fails where a Keras release renames them.
     """
 
     def _distributed_tf_update_step(self, distribution, grads_and_vars, learning_rate):
@@ -92,4 +93,5 @@ class Adam(FusedAdamStep, keras.optimizers.Adam):
 
 @keras.saving.register_keras_serializable(package="delft")
 class AdamW(FusedAdamStep, keras.optimizers.AdamW):
-    """``keras.optimizers.AdamW``, its update fused; the weight decay is Keras' own."""
+    """``keras.optimizers.AdamW``, its update fused; its weight decay Keras' formula, the
+    learning rate taken once a step."""
