@@ -141,18 +141,26 @@ import json
 import numpy as np
 import tensorflow as tf
 from delft.utilities import devices
-from delft.training.adam import Adam
+from delft.training.adam import Adam, AdamW
+from delft.training.loop import WarmupLinearDecay
 
 strategy = devices.get_strategy(multi_gpu=True)
 shapes = [(7, 5), (5,)]
 rng = np.random.default_rng(0)
 start = [rng.normal(size=s).astype("float32") for s in shapes]
 gradients = [[rng.normal(size=s).astype("float32") for s in shapes] for _ in range(5)]
+OPTIMIZERS = {
+    "Adam": lambda: Adam(learning_rate=1e-2),
+    # a schedule's learning rate is computed on each replica: a value per replica
+    "Adam, a schedule": lambda: Adam(learning_rate=WarmupLinearDecay(1e-2, 2, 6)),
+    "AdamW, a schedule": lambda: AdamW(learning_rate=WarmupLinearDecay(1e-2, 2, 6),
+                                       weight_decay=0.5),
+}
 
-def train(strategy):
+def train(strategy, make_optimizer):
     with strategy.scope():
         weights = [tf.Variable(w) for w in start]
-        optimizer = Adam(learning_rate=1e-2)
+        optimizer = make_optimizer()
         optimizer.build(weights)
 
     @tf.function
@@ -167,24 +175,28 @@ def train(strategy):
         step([tf.constant(g) for g in step_gradients])
     return [[c.numpy() for c in strategy.experimental_local_results(w)] for w in weights]
 
-two = train(strategy)
-one = train(tf.distribute.get_strategy())
-print(json.dumps({"replicas": strategy.num_replicas_in_sync,
-                  "type": type(strategy.experimental_local_results(tf.Variable(0.0))).__name__,
-                  "moved": float(np.abs(one[0][0] - start[0]).max()),
-                  "difference": max(float(np.abs(c - o[0]).max())
-                                    for w, o in zip(two, one) for c in w)}))
+for name, make_optimizer in OPTIMIZERS.items():
+    two = train(strategy, make_optimizer)
+    one = train(tf.distribute.get_strategy(), make_optimizer)
+    print(json.dumps({"optimizer": name, "replicas": strategy.num_replicas_in_sync,
+                      "copies": len(two[0]),
+                      "moved": float(np.abs(one[0][0] - start[0]).max()),
+                      "difference": max(float(np.abs(c - o[0]).max())
+                                        for w, o in zip(two, one) for c in w)}))
 """
 
 
 def test_each_replica_s_weights_move_as_on_one_device(tmp_path):
     """Under MirroredStrategy the fused op updates every replica's copy of a weight, each as
-    one device's update (2 logical CPU devices)."""
+    one device's update, with a constant rate or a schedule, with AdamW's decay (2 logical CPU
+    devices)."""
     script = tmp_path / "mirrored_adam.py"
     script.write_text(MIRRORED)
     run = run_python([script], DELFT_CPU_REPLICAS=2)
     assert run.returncode == 0, run.stderr[-3000:]
-    result = json.loads(run.stdout.strip().splitlines()[-1])
-    assert result["replicas"] == 2
-    assert result["moved"] > 1e-2
-    assert result["difference"] < 1e-6
+    results = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+    assert [r["optimizer"] for r in results] == ["Adam", "Adam, a schedule", "AdamW, a schedule"]
+    for result in results:
+        assert result["replicas"] == result["copies"] == 2
+        assert result["moved"] > 1e-2
+        assert result["difference"] < 1e-6

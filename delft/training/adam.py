@@ -3,7 +3,7 @@
 Keras 3 writes Adam's update as about twenty-five ops a weight, its scalars (the learning rate,
 the powers of the betas) taken again for each weight, and AdamW's decay evaluates the learning
 rate's schedule once a weight. With one fused op a weight and the scalars taken once a step, a
-date BidLSTM_CRF's train step (20 weights) traces 2,653 ops instead of 3,342 and runs 1,500 a
+date BidLSTM_CRF's train step (20 weights) traces 2,672 ops instead of 3,342 and runs 1,519 a
 step instead of 2,016 after Grappler's passes; BERT_CRF's (MiniLM, 105 weights) 10,399 instead of
 15,415 and 6,058 instead of 9,511. First epochs took 0.4 s (date) and 3.9 s (BERT_CRF) less
 (doc/benchmarks.md, "Adam's update fused"). The kernel computes Keras' formula in Keras' order
@@ -26,7 +26,8 @@ import tensorflow as tf
 
 class FusedAdamStep:
     """The update of Keras' Adam (and of its subclasses) as ``ResourceApplyAdam``, the step's
-    scalars (learning rate, powers of the betas) taken once a step instead of once a weight.
+    scalars (the powers of the betas, AdamW's decayed learning rate) taken once a step and
+    replica instead of once a weight.
 
     Overrides the two methods of Keras' TensorFlow optimizer that loop over the weights, in
     cross-replica context (a weight's update runs on each replica's copy of it); Keras is pinned
@@ -37,43 +38,47 @@ class FusedAdamStep:
         if self.amsgrad:
             return super()._distributed_tf_update_step(distribution, grads_and_vars,
                                                        learning_rate)
-        scalars = {}  # by dtype: the step's arguments of ResourceApplyAdam
+        scalars = {}  # by (dtype, device): the step's scalars, once for each replica's copies
 
-        def step_scalars(dtype):
-            if dtype not in scalars:
+        def step_scalars(variable):
+            key = (variable.dtype, variable.device)
+            if key not in scalars:
+                dtype = variable.dtype
                 step = tf.cast(self.iterations + 1, dtype)
                 beta_1, beta_2 = tf.cast(self.beta_1, dtype), tf.cast(self.beta_2, dtype)
-                scalars[dtype] = dict(
+                scalars[key] = dict(
                     beta1_power=tf.pow(beta_1, step), beta2_power=tf.pow(beta_2, step),
-                    lr=tf.cast(learning_rate, dtype), beta1=beta_1, beta2=beta_2,
-                    epsilon=tf.cast(self.epsilon, dtype))
-            return scalars[dtype]
+                    beta1=beta_1, beta2=beta_2, epsilon=tf.cast(self.epsilon, dtype))
+            return scalars[key]
 
-        def update(variable, gradient):
+        def update(variable, gradient, learning_rate):
             if isinstance(gradient, tf.IndexedSlices):  # no fused kernel: Keras' own update
                 return self.update_step(gradient, variable, learning_rate)
             index = self._get_variable_index(variable)
             # under a tf.distribute update, ``.handle`` is the copy of the replica being updated
+            # and ``learning_rate`` that replica's (a schedule's is computed on each)
             tf.raw_ops.ResourceApplyAdam(
                 var=variable.handle, m=self._momentums[index].value.handle,
-                v=self._velocities[index].value.handle,
-                grad=tf.cast(gradient, variable.dtype), **step_scalars(variable.dtype))
+                v=self._velocities[index].value.handle, lr=tf.cast(learning_rate, variable.dtype),
+                grad=tf.cast(gradient, variable.dtype), **step_scalars(variable))
 
         for gradient, variable in grads_and_vars:
-            distribution.extended.update(variable, update, args=(gradient,), group=False)
+            distribution.extended.update(variable, update, args=(gradient, learning_rate),
+                                         group=False)
 
     def _apply_weight_decay(self, variables):
         """Keras' decay (``w -= w * decay * lr``), its learning rate taken once."""
         if self.weight_decay is None:
             return
-        rates = {}  # by dtype: (decay, learning rate)
+        rates = {}  # by (dtype, device): (decay, learning rate), once for each replica's copies
 
         def decay(variable):
             if self._use_weight_decay(variable):
-                if variable.dtype not in rates:
-                    rates[variable.dtype] = (tf.cast(self.weight_decay, variable.dtype),
-                                             tf.cast(self.learning_rate, variable.dtype))
-                weight_decay, learning_rate = rates[variable.dtype]
+                key = (variable.dtype, variable.device)
+                if key not in rates:
+                    rates[key] = (tf.cast(self.weight_decay, variable.dtype),
+                                  tf.cast(self.learning_rate, variable.dtype))
+                weight_decay, learning_rate = rates[key]
                 variable.assign_sub(variable * weight_decay * learning_rate)
 
         def decay_all(distribution, variables):
