@@ -32,6 +32,10 @@ def trained_weights(optimizer, steps=20, compiled=True):
     return [w.numpy() for w in weights]
 
 
+def initial_weights():
+    return trained_weights(None, steps=0)
+
+
 def assert_same_updates(ours, reference, start):
     """``ours`` moved the weights from ``start`` as ``reference`` did, within 1e-4 of the move:
     the kernel computes ``1 - beta_2`` in float32 (1 - 0.999f = 0.0010000467), Keras in Python
@@ -50,7 +54,7 @@ def test_adam_updates_as_keras_adam(compiled):
 
     ours = trained_weights(Adam(learning_rate=1e-2), compiled=compiled)
     assert_same_updates(ours, trained_weights(keras.optimizers.Adam(learning_rate=1e-2),
-                                              compiled=compiled), trained_weights(None, steps=0))
+                                              compiled=compiled), initial_weights())
 
 
 def test_adamw_with_a_schedule_updates_as_keras_adamw():
@@ -64,7 +68,7 @@ def test_adamw_with_a_schedule_updates_as_keras_adamw():
 
     assert_same_updates(trained_weights(AdamW(**options())),
                         trained_weights(keras.optimizers.AdamW(**options())),
-                        trained_weights(None, steps=0))
+                        initial_weights())
 
 
 def traced_ops(optimizer):
