@@ -24,6 +24,20 @@ import keras
 import tensorflow as tf
 
 
+def once_a_copy(make):
+    """``make(dtype)``, made once for each (dtype, device) of the weights' copies a step updates:
+    ``get(variable)`` returns it for ``variable``'s."""
+    made = {}
+
+    def get(variable):
+        key = (variable.dtype, variable.device)
+        if key not in made:
+            made[key] = make(variable.dtype)
+        return made[key]
+
+    return get
+
+
 class FusedAdamStep:
     """The update of Keras' Adam (and of its subclasses) as ``ResourceApplyAdam``, the step's
     scalars (the powers of the betas, AdamW's decayed learning rate) taken once a step and
@@ -38,18 +52,14 @@ class FusedAdamStep:
         if self.amsgrad:
             return super()._distributed_tf_update_step(distribution, grads_and_vars,
                                                        learning_rate)
-        scalars = {}  # by (dtype, device): the step's scalars, once for each replica's copies
 
-        def step_scalars(variable):
-            key = (variable.dtype, variable.device)
-            if key not in scalars:
-                dtype = variable.dtype
-                step = tf.cast(self.iterations + 1, dtype)
-                beta_1, beta_2 = tf.cast(self.beta_1, dtype), tf.cast(self.beta_2, dtype)
-                scalars[key] = dict(
-                    beta1_power=tf.pow(beta_1, step), beta2_power=tf.pow(beta_2, step),
-                    beta1=beta_1, beta2=beta_2, epsilon=tf.cast(self.epsilon, dtype))
-            return scalars[key]
+        def make_scalars(dtype):
+            step = tf.cast(self.iterations + 1, dtype)
+            beta_1, beta_2 = tf.cast(self.beta_1, dtype), tf.cast(self.beta_2, dtype)
+            return dict(beta1_power=tf.pow(beta_1, step), beta2_power=tf.pow(beta_2, step),
+                        beta1=beta_1, beta2=beta_2, epsilon=tf.cast(self.epsilon, dtype))
+
+        step_scalars = once_a_copy(make_scalars)
 
         def update(variable, gradient, learning_rate):
             if isinstance(gradient, tf.IndexedSlices):  # no fused kernel: Keras' own update
@@ -70,15 +80,12 @@ class FusedAdamStep:
         """Keras' decay (``w -= w * decay * lr``), its learning rate taken once."""
         if self.weight_decay is None:
             return
-        rates = {}  # by (dtype, device): (decay, learning rate), once for each replica's copies
+        rates = once_a_copy(lambda dtype: (tf.cast(self.weight_decay, dtype),
+                                           tf.cast(self.learning_rate, dtype)))
 
         def decay(variable):
             if self._use_weight_decay(variable):
-                key = (variable.dtype, variable.device)
-                if key not in rates:
-                    rates[key] = (tf.cast(self.weight_decay, variable.dtype),
-                                  tf.cast(self.learning_rate, variable.dtype))
-                weight_decay, learning_rate = rates[key]
+                weight_decay, learning_rate = rates(variable)
                 variable.assign_sub(variable * weight_decay * learning_rate)
 
         def decay_all(distribution, variables):
