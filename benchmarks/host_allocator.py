@@ -7,7 +7,7 @@ setting: TensorFlow's default host allocator (malloc; oneDNN's own with oneDNN's
 BFC allocator (``TF_CPU_ALLOCATOR_USE_BFC=true``, what every CLI sets), each with TensorFlow's
 threads and kernels (oneDNN, every core per op: the Python API's, and the classification apps')
 and with the small-ops settings a sequence labeller's RNN runs with in the CLIs
-(``devices.configure_cpu_ops(False, False)``: Eigen's kernels, one thread per op). Prints the
+(``devices.configure_cpu_ops(False)``: Eigen's kernels, one thread per op). Prints the
 median epoch time after the first, the process's peak RSS, and the most tensor memory live at
 once in the process (the BFC allocator's own count, so for BFC runs only).
 
@@ -32,7 +32,7 @@ split = json.load(open(sys.argv[1], encoding="utf-8"))
 settings = json.load(open(sys.argv[2]))
 if settings.pop("small_ops"):
     from delft.utilities import devices
-    devices.configure_cpu_ops(False, False)
+    devices.configure_cpu_ops(False)
 import tensorflow as tf
 from delft.textClassification import Classifier
 

@@ -110,7 +110,8 @@ print(json.dumps({"loaded": [m for m in ("sklearn", "IPython", "matplotlib") if 
 
 @pytest.mark.parametrize("toolkit, architecture, onednn, threads", [
     ("SEQUENCE_LABELLING", "BidLSTM_CRF", "0", 1),
-    ("TEXT_CLASSIFICATION", "gru", None, 0),
+    ("SEQUENCE_LABELLING", "BERT_CRF", "1", 0),
+    ("TEXT_CLASSIFICATION", "gru", "1", 0),
 ])
 def test_a_toolkit_starts_tensorflow_as_its_commands_do(toolkit, architecture, onednn, threads):
     """What the commands' flow and the classification benchmarks call: the architecture's CPU

@@ -14,8 +14,6 @@ class Toolkit:
 
     package = ""
     model_class = ""
-    # whether its models run oneDNN's CPU kernels rather than Eigen's (devices.configure_cpu_ops)
-    onednn_kernels = False
 
     def _module(self, name=""):
         return importlib.import_module(f"{self.package}.{name}" if name else self.package)
@@ -46,7 +44,7 @@ class Toolkit:
         from delft.utilities import devices
 
         with common.keras_extras_hidden():
-            devices.configure_cpu_ops(self.large_ops(architecture_name), self.onednn_kernels)
+            devices.configure_cpu_ops(self.large_ops(architecture_name))
 
 
 class SequenceLabelling(Toolkit):
@@ -100,9 +98,6 @@ class TextClassification(Toolkit):
     default_models_dir = "data/models/textClassification/"
     tags = False
     saves_folds = True  # a folder holds the n fold models, averaged at prediction (as DeLFT)
-    # on batches of 256 texts oneDNN pays: a bert classifier's epochs are a fifth shorter than on
-    # Eigen's kernels (doc/usage.md, "Threads and kernels")
-    onednn_kernels = True
 
     @staticmethod
     def large_ops(architecture_name):
