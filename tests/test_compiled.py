@@ -48,3 +48,42 @@ def test_tensors_pass_through_and_a_wrong_structure_is_refused():
     assert step([batch])[0].numpy().tolist() == [3.0]
     with pytest.raises((TypeError, ValueError)):
         step([batch, batch])  # two slices where the signature has one
+
+
+def test_every_call_runs_under_the_step_s_optimizer_options_from_any_thread(monkeypatch):
+    """On a machine without GPU the step's calls carry its own options (Grappler trimmed: one
+    round, no layout or memory optimizer, no conditional code motion), whichever thread calls,
+    and the calling thread's options are its own again afterwards."""
+    import threading
+
+    from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
+    from tensorflow.python.eager import context
+
+    assert not tf.config.list_physical_devices("GPU")
+    seen = []
+    real_call = context.Context.call_function
+
+    def recording_call(self, name, tensor_inputs, num_outputs):
+        serialized = self.function_call_options.config_proto_serialized
+        seen.append(config_pb2.ConfigProto.FromString(serialized).graph_options.rewrite_options)
+        return real_call(self, name, tensor_inputs, num_outputs)
+
+    monkeypatch.setattr(context.Context, "call_function", recording_call)
+    step = CompiledStep(weighted_sums, [[SPEC]])
+    batch = {"ids": np.ones((2, 3), np.int32), "weights": np.ones(2, np.float32), "count": 2}
+    thread_options = context.context().function_call_options
+    assert step([batch])[0].numpy().tolist() == [5.0, 5.0]
+    other = threading.Thread(target=step, args=([batch],))
+    other.start()
+    other.join()
+    assert context.context().function_call_options is thread_options
+    config = rewriter_config_pb2.RewriterConfig
+    assert len(seen) == 2
+    for rewrite in seen:
+        assert rewrite.meta_optimizer_iterations == config.ONE
+        assert rewrite.layout_optimizer == config.OFF
+        assert rewrite.memory_optimization == config.NO_MEM_OPT
+        assert rewrite.experimental_conditional_code_motion == config.OFF
+    # the thread's own options (the context's) are TensorFlow's: two rounds by default
+    default = config_pb2.ConfigProto.FromString(thread_options.config_proto_serialized)
+    assert default.graph_options.rewrite_options.meta_optimizer_iterations != config.ONE

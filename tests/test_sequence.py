@@ -289,6 +289,74 @@ def test_seeded_training_is_repeatable(trained_date):
         np.testing.assert_array_equal(a, b)
 
 
+def test_validation_step_is_prepared_beside_the_first_train_step_and_changes_nothing(
+        trained_date, monkeypatch):
+    """Once the train step is traced, the validation step is traced and run once in a thread of
+    its own (the train step's first call optimizes its graph meanwhile): traced once in all, and
+    the epochs and weights are those of a training that does not prepare it; its failure is the
+    training's."""
+    import threading
+
+    from delft.sequenceLabelling import trainer
+
+    x, y, xv, yv = small(trained_date)
+
+    def run():
+        model = Sequence("date-prepared", max_epoch=2, batch_size=20, recurrent_dropout=0.0,
+                         seed=3, early_stop=False)
+        model.train(x, y, x_valid=xv, y_valid=yv)
+        return model
+
+    prepare = trainer.Trainer.prepare_validation
+    calls = []
+
+    def recorded(self, validation):
+        calls.append((threading.current_thread() is threading.main_thread(),
+                      self._train_step.experimental_get_tracing_count()))
+        prepare(self, validation)
+
+    monkeypatch.setattr(trainer.Trainer, "prepare_validation", recorded)
+    prepared = run()
+    assert calls == [(False, 1)]  # aside, the train step traced already
+    [predictor] = prepared._predictors.values()
+    assert predictor._step.experimental_get_tracing_count() == 1
+    monkeypatch.setattr(trainer.Trainer, "prepare_validation", lambda self, validation: None)
+    plain = run()
+    assert [(r["loss"], r["val_f1"]) for r in prepared.history] == \
+        [(r["loss"], r["val_f1"]) for r in plain.history]
+    for a, b in zip(prepared.model.get_weights(), plain.model.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+    def failing(self, validation):
+        raise RuntimeError("the validation step could not be prepared")
+
+    monkeypatch.setattr(trainer.Trainer, "prepare_validation", failing)
+    with pytest.raises(RuntimeError, match="could not be prepared"):
+        run()
+
+
+def test_validation_is_prepared_aside_on_one_replica_only():
+    """On several replicas two steps' collectives in flight at once could wait on each other:
+    the validation is not prepared there, nor without validation; the training curve's plotting
+    library is imported aside in every case."""
+    import sys
+    from types import SimpleNamespace
+
+    from delft.training.loop import EpochTrainer
+
+    prepared = []
+    for replicas, validation, expected in ((1, "data", ["data"]), (2, "data", []),
+                                           (1, None, [])):
+        trainer = SimpleNamespace(
+            strategy=SimpleNamespace(num_replicas_in_sync=replicas),
+            _train_step=SimpleNamespace(trace=lambda: None),
+            prepare_validation=prepared.append)
+        EpochTrainer._prepare_aside(trainer, validation).result(timeout=60)
+        assert prepared == expected
+        assert "matplotlib.figure" in sys.modules
+        prepared.clear()
+
+
 def test_pool_batches_reaches_the_training_batches_from_the_cli_and_sequence(trained_date,
                                                                            monkeypatch):
     """``--pool-batches`` is a config field: parsed by the CLI, taken by ``Sequence``, and the

@@ -47,6 +47,13 @@ class Trainer(EpochTrainer):
         predictions = predictor.predict(corpus, self.batch_size)
         return truth, predictions.labels(self.preprocessor)
 
+    def prepare_validation(self, validation):
+        """The validation step traced and optimized: run on one row of the validation set."""
+        corpus, _, predictor = validation
+        batches = predictor.batches(corpus, self.batch_size)
+        if batches:
+            predictor.warm_up(corpus, batches[0][:1])
+
     def validation_score(self, validation):
         return evaluation.f1_score(*self._predicted_labels(validation))
 

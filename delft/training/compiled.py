@@ -9,6 +9,8 @@ one trace: :class:`CompiledStep` converts the arrays to tensors of the signature
 and calls that trace's concrete function directly.
 """
 import tensorflow as tf
+from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
+from tensorflow.python.eager import context
 
 
 class CompiledStep:
@@ -31,16 +33,53 @@ class CompiledStep:
         self.function = tf.function(function, autograph=False, input_signature=signature)
         self._dtypes = {name: spec.dtype for name, spec in signature[0][0].items()}
         self._concrete = None
+        self._call_options = None
+
+    def trace(self):
+        """Trace the step now rather than at its first call (which then optimizes and runs it)."""
+        if self._concrete is None:
+            self._concrete = self.function.get_concrete_function()
+            self._call_options = step_call_options()
+            CompiledStep.traces += 1
+        return self._concrete
 
     def __call__(self, slices):
-        if self._concrete is None:  # traced at the first call, as a tf.function is
-            self._concrete = self.function.get_concrete_function()
-            CompiledStep.traces += 1
-        # tf.constant, where convert_to_tensor's dispatch and registry end: ~12 us a step less
-        # (1 ms of a tag call of 20,000 date sequences, 79 steps)
-        return self._concrete([{name: tf.constant(value, self._dtypes[name])
-                                for name, value in part.items()} for part in slices])
+        # traced at the first call, as a tf.function is; tf.constant, where convert_to_tensor's
+        # dispatch and registry end: ~12 us a step less (1 ms of a tag call of 20,000 date
+        # sequences, 79 steps)
+        step = self._concrete or self.trace()
+        tensors = [{name: tf.constant(value, self._dtypes[name]) for name, value in part.items()}
+                   for part in slices]
+        # TensorFlow takes a function call's options from the calling thread's: every call of the
+        # step, from any thread, runs the one instance optimized with the step's own
+        eager = context.context()
+        thread_options = eager.function_call_options
+        eager.function_call_options = self._call_options
+        try:
+            return step(tensors)
+        finally:
+            eager.function_call_options = thread_options
 
     def experimental_get_tracing_count(self) -> int:
         """How many times the step was traced (``tf.function``'s count): 1 once called."""
         return self.function.experimental_get_tracing_count()
+
+
+def step_call_options():
+    """The options a compiled step's calls run under: the calling thread's (the context's
+    configuration), with TensorFlow's graph optimizer (Grappler, which runs at a step's first
+    call) trimmed on a machine without GPU: one round of its passes instead of two, and without
+    the passes that change nothing in these steps' graphs on a CPU (the layout optimizer, for GPU
+    convolutions; the memory optimizer, whose swapping is to and from a GPU; conditional code
+    motion). A BERT_CRF train step's first call took 1.2 s less, the steps after it as long
+    (doc/benchmarks.md, "The first epoch"). With a GPU, TensorFlow's own choice."""
+    options = context.context().function_call_options
+    if tf.config.list_physical_devices("GPU"):
+        return options
+    config = config_pb2.ConfigProto.FromString(options.config_proto_serialized)
+    rewrite = config.graph_options.rewrite_options
+    rewrite.meta_optimizer_iterations = rewriter_config_pb2.RewriterConfig.ONE
+    rewrite.layout_optimizer = rewriter_config_pb2.RewriterConfig.OFF
+    rewrite.memory_optimization = rewriter_config_pb2.RewriterConfig.NO_MEM_OPT
+    rewrite.experimental_conditional_code_motion = rewriter_config_pb2.RewriterConfig.OFF
+    return context.FunctionCallOptions(options.executor_type, config)

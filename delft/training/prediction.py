@@ -57,6 +57,12 @@ class ShardedStep:
         """The tensors of one replica's batch, its ``batch["index"]`` last."""
         raise NotImplementedError
 
+    def warm_up(self, corpus, rows):
+        """Run the step once on ``rows`` of ``corpus``, its outputs dropped: what a first call
+        pays (the trace, TensorFlow's graph optimization), paid where it can overlap other work."""
+        for _ in self.batch_outputs(corpus, [rows]):
+            pass
+
     def batch_outputs(self, corpus, batches):
         """The step's outputs (numpy) for each batch of rows of ``corpus``, in turn; the next
         batch's slices are made while the step runs when there is more than one (numpy arrays:
