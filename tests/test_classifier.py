@@ -45,6 +45,35 @@ def test_training_learns_the_classes_and_keeps_the_best_epoch(model):
     assert str(scores).splitlines()[2].split()[0] == "publisher"
 
 
+def test_the_validation_step_is_prepared_beside_the_first_train_step(monkeypatch):
+    """The validation step is traced and run once in a thread of its own while the first train
+    step is optimized: traced once in all, and the training is the one that does not prepare
+    it."""
+    import threading
+
+    from delft.textClassification import trainer
+
+    prepare = trainer.ClassifierTrainer.prepare_validation
+    predictors = []
+
+    def recorded(self, validation):
+        assert threading.current_thread() is not threading.main_thread()
+        predictors.append(self.predictor)
+        prepare(self, validation)
+
+    monkeypatch.setattr(trainer.ClassifierTrainer, "prepare_validation", recorded)
+    prepared = trained(max_epoch=2)
+    [predictor] = predictors
+    assert predictor._step.experimental_get_tracing_count() == 1
+    monkeypatch.setattr(trainer.ClassifierTrainer, "prepare_validation", lambda self, v: None)
+    plain = trained(max_epoch=2)
+    assert [(r["loss"], r["val_loss"]) for r in prepared.history] == \
+        [(r["loss"], r["val_loss"]) for r in plain.history]
+    texts, _ = data()
+    np.testing.assert_array_equal(prepared.predict(texts[:8], "array"),
+                                  plain.predict(texts[:8], "array"))
+
+
 def test_a_saturated_roc_auc_stops_training_as_delfts_does():
     """With ``use_roc_auc`` (DeLFT's apps), only a higher validation ROC-AUC is progress: once it
     is 1, ``patience`` epochs later the training stops, and the first epoch that reached it is

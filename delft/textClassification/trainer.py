@@ -9,6 +9,7 @@ for the others (gradients clipped at 5, as DeLFT 1.2.0).
 import dataclasses
 
 import keras
+import numpy as np
 
 from delft.textClassification.evaluation import class_scores, mean_cross_entropy, mean_roc_auc
 from delft.textClassification.predictor import ClassPredictor
@@ -74,6 +75,10 @@ class ClassifierTrainer(EpochTrainer):
 
     def steps_per_epoch(self, corpus):
         return batches_per_epoch(corpus.num_rows, self.batch_size, 1)
+
+    def prepare_validation(self, validation):
+        """The validation step traced and optimized: run on the first validation text."""
+        self.predictor.warm_up(validation[0], np.arange(1))
 
     def validation_score(self, validation):
         corpus, truth = validation
