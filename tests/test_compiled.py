@@ -51,9 +51,10 @@ def test_tensors_pass_through_and_a_wrong_structure_is_refused():
 
 
 def test_every_call_runs_under_the_step_s_optimizer_options_from_any_thread(monkeypatch):
-    """On a machine without GPU the step's calls carry its own options (Grappler trimmed: one
-    round, no layout or memory optimizer, no conditional code motion), whichever thread calls,
-    and the calling thread's options are its own again afterwards."""
+    """On a machine without GPU a train step's calls carry its own options (Grappler trimmed:
+    one round, no layout or memory optimizer, no conditional code motion), whichever thread
+    calls, and the calling thread's options are its own again afterwards; an inference step's
+    calls run under the thread's own."""
     import threading
 
     from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
@@ -69,7 +70,7 @@ def test_every_call_runs_under_the_step_s_optimizer_options_from_any_thread(monk
         return real_call(self, name, tensor_inputs, num_outputs)
 
     monkeypatch.setattr(context.Context, "call_function", recording_call)
-    step = CompiledStep(weighted_sums, [[SPEC]])
+    step = CompiledStep(weighted_sums, [[SPEC]], trimmed_optimization=True)
     batch = {"ids": np.ones((2, 3), np.int32), "weights": np.ones(2, np.float32), "count": 2}
     thread_options = context.context().function_call_options
     assert step([batch])[0].numpy().tolist() == [5.0, 5.0]
@@ -87,3 +88,5 @@ def test_every_call_runs_under_the_step_s_optimizer_options_from_any_thread(monk
     # the thread's own options (the context's) are TensorFlow's: two rounds by default
     default = config_pb2.ConfigProto.FromString(thread_options.config_proto_serialized)
     assert default.graph_options.rewrite_options.meta_optimizer_iterations != config.ONE
+    CompiledStep(weighted_sums, [[SPEC]])([batch])
+    assert seen[-1] == default.graph_options.rewrite_options

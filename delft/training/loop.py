@@ -137,7 +137,7 @@ class EpochTrainer:
         self.history = []
         self.feeder = ReplicaFeeder(strategy, preprocessor, length_groups)
         self._train_step = CompiledStep(self._distributed_train_step,
-                                        self.feeder.step_signature(True))
+                                        self.feeder.step_signature(True), trimmed_optimization=True)
         # a function of its own, so that every length group of a step calls one trace of the
         # model's forward and backward pass instead of tracing them again
         self._group_gradients = tf.function(self._group_loss_and_gradients, autograph=False)
@@ -160,7 +160,7 @@ class EpochTrainer:
 
     def prepare_validation(self, validation):
         """What :meth:`validation_score`'s first call would pay, paid now (e.g. its compiled
-        step traced and run once); called in a thread of its own (see :meth:`fit`)."""
+        step traced and run once); called in a thread of its own (:meth:`_prepare_aside`)."""
 
     def make_optimizer(self, total_steps):
         return make_optimizer(self.config, total_steps, self.uses_transformer, self.loss_scaling)
@@ -219,8 +219,8 @@ class EpochTrainer:
         :meth:`prepare_validation` (on one replica only: on several, two steps' collectives in
         flight at once could wait on each other), then the import of the library
         :func:`plot_history` draws the training curve with (a saved model has its curve).
-        BERT_CRF on date: a train_eval 1.2 s shorter. A future, waited for before the first
-        validation (its exception raised there)."""
+        BERT_CRF on date: a train_eval about a second shorter. A future, waited for before the
+        first validation (its exception raised there)."""
         self._train_step.trace()
         prepares_validation = validation is not None and self.strategy.num_replicas_in_sync == 1
 
