@@ -271,22 +271,27 @@ def small(trained_date, n_train=60, n_valid=20):
             trained_date.x_valid[:n_valid], trained_date.y_valid[:n_valid])
 
 
-def test_seeded_training_is_repeatable(trained_date):
+def seeded_small(trained_date, seed):
+    """A 2-epoch model trained on :func:`small` with ``seed``."""
     x, y, xv, yv = small(trained_date)
+    model = Sequence("date-seeded", max_epoch=2, batch_size=20, recurrent_dropout=0.0,
+                     seed=seed, early_stop=False)
+    model.train(x, y, x_valid=xv, y_valid=yv)
+    return model
 
-    def run():
-        model = Sequence("date-seeded", max_epoch=2, batch_size=20, recurrent_dropout=0.0,
-                         seed=7, early_stop=False)
-        model.train(x, y, x_valid=xv, y_valid=yv)
-        return model
 
-    first, second = run(), run()
-    assert [r["loss"] for r in first.history] == [r["loss"] for r in second.history]
-    assert [r["val_f1"] for r in first.history] == [r["val_f1"] for r in second.history]
+def assert_same_training(first, second):
+    """The same losses and validation F1 at each epoch, the same weights at the end."""
+    assert [(r["loss"], r["val_f1"]) for r in first.history] == \
+        [(r["loss"], r["val_f1"]) for r in second.history]
     weights_a, weights_b = first.model.get_weights(), second.model.get_weights()
     assert len(weights_a) == len(weights_b) > 0
     for a, b in zip(weights_a, weights_b):
         np.testing.assert_array_equal(a, b)
+
+
+def test_seeded_training_is_repeatable(trained_date):
+    assert_same_training(seeded_small(trained_date, 7), seeded_small(trained_date, 7))
 
 
 def test_validation_step_is_prepared_beside_the_first_train_step_and_changes_nothing(
@@ -299,14 +304,6 @@ def test_validation_step_is_prepared_beside_the_first_train_step_and_changes_not
 
     from delft.sequenceLabelling import trainer
 
-    x, y, xv, yv = small(trained_date)
-
-    def run():
-        model = Sequence("date-prepared", max_epoch=2, batch_size=20, recurrent_dropout=0.0,
-                         seed=3, early_stop=False)
-        model.train(x, y, x_valid=xv, y_valid=yv)
-        return model
-
     prepare = trainer.Trainer.prepare_validation
     calls = []
 
@@ -316,23 +313,19 @@ def test_validation_step_is_prepared_beside_the_first_train_step_and_changes_not
         prepare(self, validation)
 
     monkeypatch.setattr(trainer.Trainer, "prepare_validation", recorded)
-    prepared = run()
+    prepared = seeded_small(trained_date, 3)
     assert calls == [(False, 1)]  # aside, the train step traced already
     [predictor] = prepared._predictors.values()
     assert predictor._step.experimental_get_tracing_count() == 1
     monkeypatch.setattr(trainer.Trainer, "prepare_validation", lambda self, validation: None)
-    plain = run()
-    assert [(r["loss"], r["val_f1"]) for r in prepared.history] == \
-        [(r["loss"], r["val_f1"]) for r in plain.history]
-    for a, b in zip(prepared.model.get_weights(), plain.model.get_weights()):
-        np.testing.assert_array_equal(a, b)
+    assert_same_training(prepared, seeded_small(trained_date, 3))
 
     def failing(self, validation):
         raise RuntimeError("the validation step could not be prepared")
 
     monkeypatch.setattr(trainer.Trainer, "prepare_validation", failing)
     with pytest.raises(RuntimeError, match="could not be prepared"):
-        run()
+        seeded_small(trained_date, 3)
 
 
 def test_validation_is_prepared_aside_on_one_replica_only():
