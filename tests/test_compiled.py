@@ -60,7 +60,10 @@ def test_every_call_runs_under_the_step_s_optimizer_options_from_any_thread(monk
     from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
     from tensorflow.python.eager import context
 
-    assert not tf.config.list_physical_devices("GPU")
+    from delft.training import compiled
+
+    # the machine without GPU, wherever the test runs
+    monkeypatch.setattr(compiled.tf.config, "list_physical_devices", lambda kind=None: [])
     seen = []
     real_call = context.Context.call_function
 
@@ -89,4 +92,10 @@ def test_every_call_runs_under_the_step_s_optimizer_options_from_any_thread(monk
     default = config_pb2.ConfigProto.FromString(thread_options.config_proto_serialized)
     assert default.graph_options.rewrite_options.meta_optimizer_iterations != config.ONE
     CompiledStep(weighted_sums, [[SPEC]])([batch])
+    assert seen[-1] == default.graph_options.rewrite_options
+    # with a GPU, a train step's calls run under the thread's own options too
+    monkeypatch.setattr(compiled.tf.config, "list_physical_devices",
+                        lambda kind=None: ["GPU:0"] if kind == "GPU" else [])
+    assert compiled.trimmed_call_options() is None
+    CompiledStep(weighted_sums, [[SPEC]], trimmed_optimization=True)([batch])
     assert seen[-1] == default.graph_options.rewrite_options

@@ -328,15 +328,17 @@ def test_validation_step_is_prepared_beside_the_first_train_step_and_changes_not
         seeded_small(trained_date, 3)
 
 
-def test_validation_is_prepared_aside_on_one_replica_only():
+def test_validation_is_prepared_aside_on_one_replica_only(monkeypatch):
     """On several replicas two steps' collectives in flight at once could wait on each other:
     the validation is not prepared there, nor without validation; the training curve's plotting
     library is imported aside in every case."""
-    import sys
     from types import SimpleNamespace
 
+    from delft.training import loop
     from delft.training.loop import EpochTrainer
 
+    imported = []
+    monkeypatch.setattr(loop, "importlib", SimpleNamespace(import_module=imported.append))
     prepared = []
     for replicas, validation, expected in ((1, "data", ["data"]), (2, "data", []),
                                            (1, None, [])):
@@ -346,8 +348,9 @@ def test_validation_is_prepared_aside_on_one_replica_only():
             prepare_validation=prepared.append)
         EpochTrainer._prepare_aside(trainer, validation).result(timeout=60)
         assert prepared == expected
-        assert "matplotlib.figure" in sys.modules
+        assert imported == [loop.CURVE_LIBRARY]
         prepared.clear()
+        imported.clear()
 
 
 def test_pool_batches_reaches_the_training_batches_from_the_cli_and_sequence(trained_date,

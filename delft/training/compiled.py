@@ -33,7 +33,7 @@ class CompiledStep:
         self.function = tf.function(function, autograph=False, input_signature=signature)
         self._dtypes = {name: spec.dtype for name, spec in signature[0][0].items()}
         self._concrete = None
-        # a train step's calls run Grappler trimmed (step_call_options); the inference steps
+        # a train step's calls run Grappler trimmed (trimmed_call_options); the inference steps
         # keep TensorFlow's two rounds: a tag call of 50,000 date sequences at batch 1024 was
         # 2-4% slower with one
         self._trimmed = trimmed_optimization
@@ -43,7 +43,7 @@ class CompiledStep:
         """Trace the step now rather than at its first call (which then optimizes and runs it)."""
         if self._concrete is None:
             self._concrete = self.function.get_concrete_function()
-            self._call_options = step_call_options() if self._trimmed else None
+            self._call_options = trimmed_call_options() if self._trimmed else None
             CompiledStep.traces += 1
         return self._concrete
 
@@ -71,17 +71,17 @@ class CompiledStep:
         return self.function.experimental_get_tracing_count()
 
 
-def step_call_options():
-    """The options a train step's calls run under: the calling thread's (the context's
-    configuration), with TensorFlow's graph optimizer (Grappler, which runs at a step's first
-    call) trimmed on a machine without GPU: one round of its passes instead of two, and without
-    the passes that change nothing in these steps' graphs on a CPU (the layout optimizer, for GPU
+def trimmed_call_options():
+    """The options a train step's calls run under on a machine without GPU: the calling
+    thread's (the context's configuration) with TensorFlow's graph optimizer (Grappler, which
+    runs at a step's first call) trimmed: one round of its passes instead of two, and without the
+    passes that change nothing in these steps' graphs on a CPU (the layout optimizer, for GPU
     convolutions; the memory optimizer, whose swapping is to and from a GPU; conditional code
     motion). A BERT_CRF train step's first call took 1.2 s less, the steps after it as long
-    (doc/benchmarks.md, "The first epoch"). With a GPU, TensorFlow's own choice."""
-    options = context.context().function_call_options
+    (doc/benchmarks.md, "The first epoch"). None with a GPU: the calling thread's own options."""
     if tf.config.list_physical_devices("GPU"):
-        return options
+        return None
+    options = context.context().function_call_options
     config = config_pb2.ConfigProto.FromString(options.config_proto_serialized)
     rewrite = config.graph_options.rewrite_options
     rewrite.meta_optimizer_iterations = rewriter_config_pb2.RewriterConfig.ONE
