@@ -22,7 +22,8 @@ import tensorflow as tf
 from delft.training import adam
 from delft.training.batching import ReplicaFeeder, global_batch_size, prefetched
 from delft.training.compiled import CompiledStep
-from delft.training.checkpoints import EpochCheckpoints, TrainingProgress, run_directly
+from delft.training.checkpoints import (EpochCheckpoints, TrainingProgress, run_directly,
+                                        weights_snapshot)
 from delft.utilities import devices
 from delft.utilities.verbosity import showing_progress
 
@@ -331,7 +332,7 @@ class EpochTrainer:
         better = score > state.best_score if self.higher_is_better else score < state.best_score
         if not state.best_epoch or better or (self.ties_reach_best and score == state.best_score):
             state.best_score, state.best_epoch = record[self.metric], record["epoch"]
-            state.best_weights = self.model.get_weights()
+            state.best_weights = weights_snapshot(self.model)
             state.wait = state.plateau_wait = 0
             return False
         state.wait += 1
