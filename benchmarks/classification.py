@@ -43,7 +43,9 @@ split = json.load(open(sys.argv[1], encoding="utf-8"))
 settings = json.load(open(sys.argv[2]))
 if settings.pop("apps_settings"):  # as licenseClassifier and citationClassifier run
     from delft.applications.toolkits import TEXT_CLASSIFICATION
-    TEXT_CLASSIFICATION.start_tensorflow(settings["architecture"])
+    TEXT_CLASSIFICATION.start_tensorflow(
+        settings["architecture"],
+        TEXT_CLASSIFICATION.architecture(settings["architecture"]).length_groups)
 from delft.textClassification import Classifier
 from delft.textClassification.evaluation import class_scores
 classes = split["classes"]

@@ -29,7 +29,8 @@ RUN = r'''
 import json, resource, sys, time
 import numpy as np
 from delft.applications.toolkits import TEXT_CLASSIFICATION
-TEXT_CLASSIFICATION.start_tensorflow("bert")  # as citationClassifier runs bert
+# as citationClassifier trains bert
+TEXT_CLASSIFICATION.start_tensorflow("bert", TEXT_CLASSIFICATION.architecture("bert").length_groups)
 import keras
 from delft.textClassification import Classifier
 from delft.textClassification.trainer import ClassifierTrainer

@@ -1,6 +1,7 @@
 """What a command loads on its way to training: the 90/10 splits without scikit-learn, and
 TensorFlow without Keras' optional extras (scikit-learn, IPython, matplotlib's pyplot)."""
 import json
+import os
 import subprocess
 import sys
 
@@ -99,7 +100,7 @@ def test_a_classifier_command_starts_tensorflow_with_its_settings(tmp_path):
 TOOLKIT_START = r'''
 import json, os, sys
 from delft.applications import toolkits
-getattr(toolkits, sys.argv[1]).start_tensorflow(sys.argv[2])
+getattr(toolkits, sys.argv[1]).start_tensorflow(sys.argv[2], int(sys.argv[3]))
 import tensorflow as tf
 print(json.dumps({"loaded": [m for m in ("sklearn", "IPython", "matplotlib") if m in sys.modules],
                   "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS"),
@@ -108,19 +109,22 @@ print(json.dumps({"loaded": [m for m in ("sklearn", "IPython", "matplotlib") if 
 '''
 
 
-@pytest.mark.parametrize("toolkit, architecture, onednn, threads", [
-    ("SEQUENCE_LABELLING", "BidLSTM_CRF", "0", 1),
-    ("SEQUENCE_LABELLING", "BERT_CRF", "1", 0),
-    ("TEXT_CLASSIFICATION", "gru", "1", 0),
+@pytest.mark.parametrize("toolkit, architecture, passes, onednn, threads", [
+    ("SEQUENCE_LABELLING", "BidLSTM_CRF", 1, "0", 1),
+    ("SEQUENCE_LABELLING", "BERT_CRF", 1, "1", 0),
+    # a training of two length groups: one thread per op where the machine has 2 cores or fewer
+    ("SEQUENCE_LABELLING", "BERT_CRF", 2, "1", 1 if (os.cpu_count() or 1) <= 2 else 0),
+    ("TEXT_CLASSIFICATION", "gru", 1, "1", 0),
 ])
-def test_a_toolkit_starts_tensorflow_as_its_commands_do(toolkit, architecture, onednn, threads):
+def test_a_toolkit_starts_tensorflow_as_its_commands_do(toolkit, architecture, passes, onednn,
+                                                        threads):
     """What the commands' flow and the classification benchmarks call: the architecture's CPU
-    settings, and Keras without its extras."""
+    settings (for a training: its passes side by side), and Keras without its extras."""
     chosen_by_the_caller = ("TF_ENABLE_ONEDNN_OPTS", "TF_CPU_ALLOCATOR_USE_BFC",
                             "TF_NUM_INTRAOP_THREADS")
     env = {k: v for k, v in subprocess_env().items() if k not in chosen_by_the_caller}
-    done = subprocess.run([sys.executable, "-c", TOOLKIT_START, toolkit, architecture], env=env,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", TOOLKIT_START, toolkit, architecture,
+                           str(passes)], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout) == {"loaded": [], "onednn": onednn, "bfc": "true",
                                        "threads": threads}

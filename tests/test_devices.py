@@ -183,10 +183,51 @@ def test_sequence_labellers_rnns_run_small_ops_transformers_and_classifiers_larg
     calls = []
     monkeypatch.setattr(devices, "configure_cpu_ops", lambda *args: calls.append(args))
     run = SimpleNamespace(args=SimpleNamespace(multi_gpu=False))
-    cases = [(SEQUENCE_LABELLING, name, (False,)) for name in
+    cases = [(SEQUENCE_LABELLING, name, False) for name in
              ("BidLSTM_CRF", "BidLSTM_CRF_FEATURES", "BidGRU_CRF", "BidLSTM_ChainCRF")]
-    cases += [(SEQUENCE_LABELLING, "BERT_CRF", (True,))]
-    cases += [(TEXT_CLASSIFICATION, name, (True,)) for name in ("gru", "lstm", "cnn", "bert")]
-    for toolkit, name, expected in cases:
-        flow._strategy(SimpleNamespace(toolkit=toolkit), run, name)
-        assert calls.pop() == expected, name
+    cases += [(SEQUENCE_LABELLING, "BERT_CRF", True)]
+    cases += [(TEXT_CLASSIFICATION, name, True) for name in ("gru", "lstm", "cnn", "bert")]
+    for toolkit, name, large_ops in cases:
+        flow._strategy(SimpleNamespace(toolkit=toolkit), run, name)  # tagging, evaluation
+        assert calls.pop() == (large_ops, 1), name
+        flow._strategy(SimpleNamespace(toolkit=toolkit), run, name, 2)  # a training's passes
+        assert calls.pop() == (large_ops, 2), name
+
+
+def test_a_trainings_passes_are_its_length_groups():
+    """What ``_fit`` passes as a training's side-by-side passes: the labeller's length groups
+    (its option), a classifier's (2 for bert's rows of their texts' lengths, 1 for word rows)."""
+    from types import SimpleNamespace
+
+    from delft.applications.toolkits import SEQUENCE_LABELLING, TEXT_CLASSIFICATION
+
+    for groups in (1, 2, 3):
+        labeller = SimpleNamespace(training_config=SimpleNamespace(length_groups=groups))
+        assert SEQUENCE_LABELLING.training_passes(labeller) == groups
+    for name, passes in (("bert", 2), ("gru", 1), ("cnn", 1)):
+        classifier = SimpleNamespace(model_config=SimpleNamespace(architecture=name))
+        assert TEXT_CLASSIFICATION.training_passes(classifier) == passes, name
+
+
+def test_a_transformers_training_on_no_more_cores_than_its_passes_runs_one_thread_per_op(
+        tmp_path):
+    """configure_cpu_ops(large_ops, training_passes): large ops keep TensorFlow's default
+    (every core per op) unless a training's train step runs at least as many passes side by
+    side as there are cores (each pass then has a core); the RNN family one thread either way."""
+    script = tmp_path / "passes.py"
+    script.write_text(textwrap.dedent("""
+        import os
+        import sys
+        os.cpu_count = lambda: int(sys.argv[3])
+        import tensorflow as tf
+        from delft.utilities import devices
+        devices.configure_cpu_ops(sys.argv[1] == "1", int(sys.argv[2]))
+        print(tf.config.threading.get_intra_op_parallelism_threads())
+    """))
+    cases = [("transformer", 1, 2, "0"), ("transformer", 2, 2, "1"), ("transformer", 3, 2, "1"),
+             ("transformer", 2, 4, "0"), ("classifier", 2, 2, "1"), ("rnn", 1, 4, "1")]
+    for family, passes, cores, expected in cases:
+        completed = run_python([script, CPU_OPS[family], str(passes), str(cores)], cwd=tmp_path,
+                               timeout=120, TF_NUM_INTRAOP_THREADS="")
+        assert completed.returncode == 0, completed.stderr[-3000:]
+        assert completed.stdout.strip() == expected, (family, passes, cores)

@@ -215,10 +215,10 @@ def _loaded(app, run, read_sets):
     return model, sets, _report(strategy)
 
 
-def _strategy(app, run, architecture_name):
+def _strategy(app, run, architecture_name, training_passes=1):
     from delft.utilities import devices
 
-    app.toolkit.start_tensorflow(architecture_name)
+    app.toolkit.start_tensorflow(architecture_name, training_passes)
     return devices.get_strategy(run.args.multi_gpu)
 
 
@@ -243,7 +243,8 @@ def _fit(app, run, evaluate):
     folds = model.training_config.fold_number
     with_validation = app.train_with_validation_set(args)
     common.check_enough_sequences(action, sets, folds, with_validation, toolkit.items)
-    strategy = _strategy(app, run, model.model_config.architecture)
+    strategy = _strategy(app, run, model.model_config.architecture,
+                         toolkit.training_passes(model))
     report = _report(strategy)
     seed = _training_seed(run, model, strategy)
     model.training_config.seed = seed

@@ -35,16 +35,21 @@ class Toolkit:
         """Whether the model's ops are large (``devices.configure_cpu_ops``): a transformer's."""
         return self.architecture(architecture_name).uses_transformer
 
-    def start_tensorflow(self, architecture_name):
+    def training_passes(self, model):
+        """The passes a train step of ``model`` runs side by side: its length groups."""
+        return model.training_config.length_groups
+
+    def start_tensorflow(self, architecture_name, training_passes=1):
         """Start TensorFlow as this toolkit's commands do for ``architecture_name``: its CPU
-        threads and kernels (``devices.configure_cpu_ops``), Keras without its optional extras
+        threads and kernels (``devices.configure_cpu_ops``; ``training_passes`` for a training,
+        :meth:`training_passes`), Keras without its optional extras
         (``common.keras_extras_hidden``). Settings that TensorFlow reads when it starts change
         nothing once it has."""
         from delft.applications import common
         from delft.utilities import devices
 
         with common.keras_extras_hidden():
-            devices.configure_cpu_ops(self.large_ops(architecture_name))
+            devices.configure_cpu_ops(self.large_ops(architecture_name), training_passes)
 
 
 class SequenceLabelling(Toolkit):
@@ -105,6 +110,9 @@ class TextClassification(Toolkit):
         of `gru` 7-16% shorter than on the sequence labeller's settings: doc/benchmarks.md,
         "Host memory of training")."""
         return True
+
+    def training_passes(self, model):
+        return self.architecture(model.model_config.architecture).length_groups
 
     @staticmethod
     def read_model_config(path):

@@ -12,8 +12,9 @@ import keras
 import numpy as np
 
 from delft.textClassification.evaluation import class_scores, mean_cross_entropy, mean_roc_auc
+from delft.textClassification.models import architecture
 from delft.textClassification.predictor import ClassPredictor
-from delft.training.batching import LENGTH_GROUPS, batches_per_epoch, length_bucketed_batches
+from delft.training.batching import batches_per_epoch, length_bucketed_batches
 from delft.training.loop import EpochTrainer, with_loss_scaling
 
 RMSPROP_ARCHITECTURES = ("gru", "gru_simple", "gru_lstm")
@@ -52,10 +53,8 @@ class ClassifierTrainer(EpochTrainer):
         self.architecture_name = architecture_name
         training_config = dataclasses.replace(
             training_config, clip_gradients=resolved_clip(training_config, architecture_name))
-        # transformer rows are as long as their texts: each replica's slice is padded in groups
-        # of similar length, as the sequence labeller's (word rows are all maxlen long)
         super().__init__(model, preprocessor, training_config, strategy, batch_size,
-                         uses_transformer, trackers, LENGTH_GROUPS if uses_transformer else 1)
+                         uses_transformer, trackers, architecture(architecture_name).length_groups)
         self.predictor = ClassPredictor(model, preprocessor, strategy)
         # The validation loss by default: on the licence data's 78 validation texts ROC-AUC
         # nears 1 while the rare classes are still learned, and stopping on it kept epochs whose

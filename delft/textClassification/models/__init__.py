@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from delft.training.batching import LENGTH_GROUPS
 from delft.utilities.errors import ConfigurationError
 
 
@@ -27,6 +28,13 @@ class Architecture:
     def uses_transformer(self) -> bool:
         """Whether a keras-hub transformer reads the text (bert), from token ids."""
         return self.family == "transformer"
+
+    @property
+    def length_groups(self) -> int:
+        """The length groups of its training batches: a transformer's rows are as long as their
+        texts, each replica's slice is padded in groups of similar length as the sequence
+        labeller's; word rows are all maxlen long (one group)."""
+        return LENGTH_GROUPS if self.uses_transformer else 1
 
     @property
     def output_activation(self) -> str:
