@@ -17,9 +17,8 @@ The same training run again restores the latest checkpoint, says so, and goes on
 (the history is kept), the data order is the one the uninterrupted run draws, and the final
 weights are those of an uninterrupted run. ``resume=False`` (``--no-resume``) removes it first.
 
-A save is one compiled write of the variables as they are (no copy; the best weights are
-written apart only when they are no longer the model's): its cost is the time to write the
-variables (``benchmarks/checkpoint_overhead.py``).
+A save is one compiled write of the variables as they are, no copy (the best weights are written
+apart only once not the model's): its cost is that write (``benchmarks/checkpoint_overhead.py``).
 
 What covers which end of a process:
 
@@ -57,6 +56,7 @@ import time
 import keras
 import tensorflow as tf
 
+from delft.training.snapshots import weights_snapshot
 from delft.utilities import atomic, devices
 from delft.utilities.errors import ConfigurationError, disk_full, is_disk_full
 
@@ -258,15 +258,6 @@ class TrainingProgress:
         self.stopped_early = values["stopped_early"]
         for name, value in values["early_stopping"].items():
             setattr(self.early_stopping, name, value)
-
-
-def weights_snapshot(model):
-    """``model.get_weights()``'s list, as tensors read from the weights: no copy is made now
-    (TensorFlow copies a variable's buffer at its next update while a read of it lives), and a
-    weight training leaves as it is (a frozen word-piece table) is never copied. Early stopping's
-    snapshot each better epoch: BERT_CRF MiniLM's 91 MB were copied ten times a date train_eval
-    (0.6 s), into fresh pages each time."""
-    return [tf.convert_to_tensor(weight) for weight in model.weights]
 
 
 class EpochCheckpoints:

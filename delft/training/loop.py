@@ -22,8 +22,8 @@ import tensorflow as tf
 from delft.training import adam
 from delft.training.batching import ReplicaFeeder, global_batch_size, prefetched
 from delft.training.compiled import CompiledStep
-from delft.training.checkpoints import (EpochCheckpoints, TrainingProgress, run_directly,
-                                        weights_snapshot)
+from delft.training.checkpoints import EpochCheckpoints, TrainingProgress, run_directly
+from delft.training.snapshots import weights_snapshot
 from delft.utilities import devices
 from delft.utilities.verbosity import showing_progress
 
